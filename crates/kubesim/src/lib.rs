@@ -1,0 +1,28 @@
+//! kubesim: an in-memory Kubernetes API server emulator, faithful where kube-rs, kubectl and Kopf depend on it.
+//!
+//! Layout (one idea per module):
+//! - [`error`]: metav1.Status errors.
+//! - [`resources`]: the registry of served resource types (built-ins and CRD-defined).
+//! - [`store`]: objects, the global resourceVersion, watch history.
+//! - [`cluster`]: the request-level operations (create/get/list/update/patch/delete/watch) shared by the
+//!   HTTP layer and the simulated controllers.
+//! - [`http`]: the axum server: routing, content negotiation, discovery, OpenAPI, counting, faults.
+//! - [`selector`], [`jsonpath`], [`schema`], [`builtin`], [`table`]: pure helpers (selectors, JSONPath,
+//!   structural schemas, built-in defaulting/validation, server-side printing).
+//! - [`patch`]: merge, JSON, strategic merge patches and server-side apply with managedFields.
+//! - [`controllers`]: the simulated controller-manager (Deployments, ReplicaSets, Pods, garbage collection).
+//! - [`faults`]: seeded fault injection.
+
+pub mod builtin;
+pub mod cluster;
+pub mod controllers;
+pub mod error;
+pub mod faults;
+pub mod http;
+pub mod jsonpath;
+pub mod patch;
+pub mod resources;
+pub mod schema;
+pub mod selector;
+pub mod store;
+pub mod table;
