@@ -39,7 +39,8 @@ pub struct ApiError {
     pub code: u16,
     pub reason: String,
     pub message: String,
-    pub details: Details,
+    /// Boxed: errors travel in every `Result` of the request path and should stay small.
+    pub details: Box<Details>,
 }
 
 /// Names a resource the way upstream messages do: `deployments.apps`, `services`, `microservices.platform.example.com`.
@@ -49,7 +50,7 @@ pub fn qualified_resource(plural: &str, group: &str) -> String {
 
 impl ApiError {
     pub fn new(code: u16, reason: &str, message: impl Into<String>) -> Self {
-        ApiError { code, reason: reason.to_string(), message: message.into(), details: Details::default() }
+        ApiError { code, reason: reason.to_string(), message: message.into(), details: Box::default() }
     }
 
     fn with_object(mut self, plural: &str, group: &str, name: &str) -> Self {
@@ -100,13 +101,13 @@ impl ApiError {
             _ => format!("{qualified} \"{name}\" is invalid: [{}]", summary.join(", ")),
         };
         let mut e = Self::new(422, "Invalid", message);
-        e.details = Details {
+        e.details = Box::new(Details {
             name: Some(name.to_string()),
             group: Some(group.to_string()),
             kind: Some(kind.to_string()),
             causes,
             ..Details::default()
-        };
+        });
         e
     }
 
