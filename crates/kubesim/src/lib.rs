@@ -6,7 +6,8 @@
 //! - [`store`]: objects, the global resourceVersion, watch history.
 //! - [`cluster`]: the request-level operations (create/get/list/update/patch/delete/watch) shared by the
 //!   HTTP layer and the simulated controllers.
-//! - [`http`]: the axum server: routing, content negotiation, discovery, OpenAPI, counting, faults.
+//! - [`http`]: the axum server: routing, content negotiation, counting, faults.
+//! - [`discovery`], [`openapi`], [`protobuf`]: discovery documents, OpenAPI v3 documents, protobuf request bodies.
 //! - [`selector`], [`jsonpath`], [`schema`], [`builtin`], [`table`]: pure helpers (selectors, JSONPath,
 //!   structural schemas, built-in defaulting/validation, server-side printing).
 //! - [`patch`]: merge, JSON, strategic merge patches and server-side apply with managedFields.
@@ -16,11 +17,14 @@
 pub mod builtin;
 pub mod cluster;
 pub mod controllers;
+pub mod discovery;
 pub mod error;
 pub mod faults;
 pub mod http;
 pub mod jsonpath;
+pub mod openapi;
 pub mod patch;
+pub mod protobuf;
 pub mod resources;
 pub mod schema;
 pub mod selector;
