@@ -1123,6 +1123,95 @@ mod tests {
         assert_eq!(decode_body(&body).unwrap_err().code, 400);
     }
 
+    /// Bodies captured from `/usr/bin/kubectl` 1.32 against a logging server (hex): `create namespace todo`,
+    /// `create configmap cfg --from-literal=a=1 --from-literal=b=two`, `create secret generic s1
+    /// --from-literal=a=b`, `create deployment web --image=nginx:1.27 --replicas=3 --port=80 -- nginx -g
+    /// 'daemon off;'`, `auth can-i get pods`, `create service clusterip web --tcp=80:8080`.
+    const NS: &[&str] = &[
+        "6b3873000a0f0a02763112094e616d657370616365121c0a140a04746f646f12001a0022002a0032003800420012001a020a",
+        "001a002200",
+    ];
+    const CM: &[&str] = &[
+        "6b3873000a0f0a0276311209436f6e6669674d617012270a130a0363666712001a0022002a0032003800420012060a016112",
+        "013112080a0162120374776f1a002200",
+    ];
+    const SECRET: &[&str] = &[
+        "6b3873000a0c0a0276311206536563726574121e0a120a02733112001a0022002a0032003800420012060a01611201621a00",
+        "1a002200",
+    ];
+    const DEPLOY: &[&str] = &[
+        "6b3873000a150a07617070732f7631120a4465706c6f796d656e7412d6010a1f0a0377656212001a0022002a003200380042",
+        "005a0a0a03617070120377656212a4010803120c0a0a0a0361707012037765621a89010a1c0a0012001a0022002a00320038",
+        "0042005a0a0a0361707012037765621269124b0a056e67696e78120a6e67696e783a312e32371a056e67696e781a022d671a",
+        "0b6461656d6f6e206f66663b2a00320a0a001000185022002a0042006a007200800100880100900100a201001a0032004200",
+        "4a0052005800600068008201008a01009a0100c2010022020a00280038001a0c0800100018002000280038001a002200",
+    ];
+    const SSAR: &[&str] = &[
+        "6b3873000a320a17617574686f72697a6174696f6e2e6b38732e696f2f7631121753656c665375626a656374416363657373",
+        "526576696577123c0a100a0012001a0022002a00320038004200121e0a1c0a0764656661756c7412036765741a0022002a04",
+        "706f647332003a001a08080012001a0020001a002200",
+    ];
+    const SVC: &[&str] = &[
+        "6b3873000a0d0a02763112075365727669636512690a1f0a0377656212001a0022002a003200380042005a0a0a0361707012",
+        "0377656212420a1b0a0738302d38303830120354435018502207080010903f1a002800120a0a0361707012037765621a0022",
+        "09436c757374657249503a00420052005a00600068001a020a001a002200",
+    ];
+
+    fn unhex(parts: &[&str]) -> Vec<u8> {
+        let hex: String = parts.concat();
+        (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect()
+    }
+
+    #[test]
+    fn real_kubectl_bodies_decode_to_what_kubectl_prints_as_json() {
+        // The JSON `kubectl create ... --dry-run=client -o json` prints, minus `creationTimestamp: null`.
+        let cases = [
+            (
+                NS,
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "todo"}, "spec": {}, "status": {}}),
+            ),
+            (
+                CM,
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": {"a": "1", "b": "two"}}),
+            ),
+            (SECRET, json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s1"}, "data": {"a": "Yg=="}})),
+            (
+                DEPLOY,
+                json!({
+                    "apiVersion": "apps/v1", "kind": "Deployment",
+                    "metadata": {"name": "web", "labels": {"app": "web"}},
+                    "spec": {
+                        "replicas": 3,
+                        "selector": {"matchLabels": {"app": "web"}},
+                        "template": {
+                            "metadata": {"labels": {"app": "web"}},
+                            "spec": {"containers": [{"name": "nginx", "image": "nginx:1.27", "command": ["nginx", "-g", "daemon off;"],
+                                                     "ports": [{"containerPort": 80}], "resources": {}}]},
+                        },
+                        "strategy": {},
+                    },
+                    "status": {},
+                }),
+            ),
+            (
+                SSAR,
+                json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview", "metadata": {},
+                          "spec": {"resourceAttributes": {"namespace": "default", "verb": "get", "resource": "pods"}},
+                          "status": {"allowed": false}}),
+            ),
+            (
+                SVC,
+                json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "labels": {"app": "web"}},
+                         "spec": {"ports": [{"name": "80-8080", "protocol": "TCP", "port": 80, "targetPort": 8080}],
+                                  "selector": {"app": "web"}, "type": "ClusterIP"},
+                         "status": {"loadBalancer": {}}}),
+            ),
+        ];
+        for (body, want) in cases {
+            assert_eq!(decode_body(&unhex(body)).unwrap(), want);
+        }
+    }
+
     proptest! {
         #[test]
         fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
