@@ -1,1 +1,7 @@
-pub fn placeholder() {}
+//! The Microservice operator's pure core: the custom resource, the platform contract and the desired state.
+
+pub mod contract;
+pub mod crd;
+pub mod desired;
+pub mod image;
+pub mod profile;

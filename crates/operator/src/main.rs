@@ -1,1 +1,41 @@
-fn main() {}
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use microservice_operator::crd::crd_yaml;
+use microservice_operator::profile::PlatformProfile;
+
+/// Runs Todo API Microservices on Kubernetes as Deployments and Services.
+#[derive(Parser)]
+#[command(name = "microservice-operator", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the Microservice CustomResourceDefinition as YAML (what `deploy/crd.yaml` holds).
+    Crd,
+    /// Print the default platform profile as YAML, a starting point for a profile file.
+    Profile,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let output = match cli.command {
+        Command::Crd => crd_yaml().map_err(|e| format!("cannot render the CRD: {e}")),
+        Command::Profile => {
+            serde_saphyr::to_string(&PlatformProfile::default()).map_err(|e| format!("cannot render the profile: {e}"))
+        }
+    };
+    match output {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,378 @@
+//! The platform contract: which Microservice specs the platform runs, decided before anything is deployed.
+//! Every refusal names the field, a stable CamelCase reason (for conditions and Events) and what to write instead.
+
+use std::fmt;
+
+use thiserror::Error;
+
+use crate::crd::{Microservice, MicroserviceSpec};
+use crate::image::ImageReference;
+use crate::profile::{MAX_PORT, MAX_REPLICAS, MIN_PORT, MIN_REPLICAS, PlatformProfile};
+
+/// A spec the platform accepted, with the values the desired state is built from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Contract {
+    /// The image exactly as the spec wrote it (what the container runs).
+    pub image: String,
+    pub reference: ImageReference,
+    /// What the workload reports as `service.version`: the tag, else the digest.
+    pub version: String,
+    pub port: i32,
+    pub replicas: i32,
+}
+
+/// Stable, machine-readable causes of a refusal. The CamelCase names are API: conditions and Events carry them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Reason {
+    InvalidImageReference,
+    MissingTag,
+    MutableTag,
+    ImageNotAllowed,
+    PortOutOfRange,
+    PortReserved,
+    ReplicasOutOfRange,
+    InvalidName,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::InvalidImageReference => "InvalidImageReference",
+            Reason::MissingTag => "MissingTag",
+            Reason::MutableTag => "MutableTag",
+            Reason::ImageNotAllowed => "ImageNotAllowed",
+            Reason::PortOutOfRange => "PortOutOfRange",
+            Reason::PortReserved => "PortReserved",
+            Reason::ReplicasOutOfRange => "ReplicasOutOfRange",
+            Reason::InvalidName => "InvalidName",
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One broken rule. `message` says what is wrong and what to write instead.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("{field}: {message}")]
+pub struct Violation {
+    pub reason: Reason,
+    /// Path of the offending field, e.g. `spec.image`.
+    pub field: &'static str,
+    pub message: String,
+}
+
+/// Joins violations into one condition message (they are reported together so a user fixes them in one edit).
+pub fn summarize(violations: &[Violation]) -> String {
+    violations.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+}
+
+/// Checks a spec against the platform profile. All violations are reported, not just the first.
+pub fn validate(spec: &MicroserviceSpec, profile: &PlatformProfile) -> Result<Contract, Vec<Violation>> {
+    let mut violations = Vec::new();
+    let image = check_image(&spec.image, profile).map_err(|v| violations.extend(v)).ok();
+    if !(MIN_PORT..=MAX_PORT).contains(&spec.port) {
+        violations.push(Violation {
+            reason: Reason::PortOutOfRange,
+            field: "spec.port",
+            message: format!(
+                "port {} is outside {MIN_PORT}-{MAX_PORT}; the container runs unprivileged, so listen on an \
+                 unprivileged port such as 8080",
+                spec.port
+            ),
+        });
+    } else if profile.reserved_ports.contains(&spec.port) {
+        violations.push(Violation {
+            reason: Reason::PortReserved,
+            field: "spec.port",
+            message: format!(
+                "port {} is reserved by the platform (reserved: {}); choose another port, e.g. {}",
+                spec.port,
+                join_ports(&profile.reserved_ports),
+                free_port_suggestion(profile)
+            ),
+        });
+    }
+    let replicas = spec.replicas.unwrap_or(profile.default_replicas);
+    if !(MIN_REPLICAS..=MAX_REPLICAS).contains(&replicas) {
+        violations.push(Violation {
+            reason: Reason::ReplicasOutOfRange,
+            field: "spec.replicas",
+            message: format!(
+                "replicas {replicas} is outside {MIN_REPLICAS}-{MAX_REPLICAS}; set a number in that range or \
+                 leave replicas out to get the platform default ({})",
+                profile.default_replicas
+            ),
+        });
+    }
+    match image {
+        Some((image, reference, version)) if violations.is_empty() => {
+            Ok(Contract { image, reference, version, port: spec.port, replicas })
+        }
+        _ => Err(violations),
+    }
+}
+
+/// [`validate`] plus the rules on the object's name: the Service is named like the Microservice, and Service
+/// names and label values are DNS-1035 labels (at most 63 characters, starting with a letter).
+pub fn validate_object(ms: &Microservice, profile: &PlatformProfile) -> Result<Contract, Vec<Violation>> {
+    let name = ms.metadata.name.as_deref().unwrap_or_default();
+    let name_violation = (!is_dns1035_label(name)).then(|| Violation {
+        reason: Reason::InvalidName,
+        field: "metadata.name",
+        message: format!(
+            "name `{name}` cannot name a Service: use at most 63 lowercase letters, digits and `-`, starting with a \
+             letter and ending with a letter or digit, e.g. `todo-api`"
+        ),
+    });
+    match (validate(&ms.spec, profile), name_violation) {
+        (Ok(contract), None) => Ok(contract),
+        (Ok(_), Some(v)) => Err(vec![v]),
+        (Err(mut violations), v) => {
+            violations.extend(v);
+            Err(violations)
+        }
+    }
+}
+
+fn check_image(image: &str, profile: &PlatformProfile) -> Result<(String, ImageReference, String), Vec<Violation>> {
+    let example = example_image(profile, None);
+    let reference = ImageReference::parse(image).map_err(|e| {
+        vec![Violation {
+            reason: Reason::InvalidImageReference,
+            field: "spec.image",
+            message: format!(
+                "`{image}` is not an image reference ({e}); write REPOSITORY:TAG or REPOSITORY@sha256:DIGEST, e.g. \
+                 `{example}`"
+            ),
+        }]
+    })?;
+    let mut violations = Vec::new();
+    let repository = reference.repository();
+    let allowed = profile.normalized_repositories();
+    if !allowed.contains(&repository) {
+        violations.push(Violation {
+            reason: Reason::ImageNotAllowed,
+            field: "spec.image",
+            message: format!(
+                "repository `{repository}` is not one the platform runs (allowed: {}); use e.g. `{}`",
+                profile.allowed_repositories.join(", "),
+                example_image(
+                    profile,
+                    reference.tag.as_deref().filter(|t| !profile.mutable_tags.iter().any(|m| m == t))
+                )
+            ),
+        });
+    }
+    let written = reference_name(&reference);
+    match (&reference.tag, &reference.digest) {
+        (None, None) => violations.push(Violation {
+            reason: Reason::MissingTag,
+            field: "spec.image",
+            message: format!(
+                "`{image}` has no tag or digest, so what runs could change without a spec change; pin a version, \
+                 e.g. `{written}:1.4.2` or `{written}@sha256:<digest>`"
+            ),
+        }),
+        (Some(tag), None) if profile.mutable_tags.iter().any(|m| m == tag) => violations.push(Violation {
+            reason: Reason::MutableTag,
+            field: "spec.image",
+            message: format!(
+                "tag `{tag}` is mutable (it moves to new images), so rollouts would not be reproducible; use a version \
+                 tag or a digest, e.g. `{written}:1.4.2` or `{written}@sha256:<digest>`"
+            ),
+        }),
+        // A digest pins the content even next to a mutable tag: the runtime pulls by digest.
+        _ => {}
+    }
+    if !violations.is_empty() {
+        return Err(violations);
+    }
+    let version = reference.version().unwrap_or_default().to_string();
+    Ok((image.to_string(), reference, version))
+}
+
+/// The reference without tag and digest, as the user wrote it.
+fn reference_name(reference: &ImageReference) -> String {
+    match &reference.registry {
+        Some(registry) => format!("{registry}/{}", reference.path),
+        None => reference.path.clone(),
+    }
+}
+
+fn example_image(profile: &PlatformProfile, tag: Option<&str>) -> String {
+    let repository = profile.allowed_repositories.first().map_or("ghcr.io/example/todo-api", String::as_str);
+    format!("{repository}:{}", tag.unwrap_or("1.4.2"))
+}
+
+fn join_ports(ports: &[i32]) -> String {
+    ports.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+}
+
+fn free_port_suggestion(profile: &PlatformProfile) -> i32 {
+    (8080..=MAX_PORT).find(|p| !profile.reserved_ports.contains(p)).unwrap_or(MIN_PORT)
+}
+
+fn is_dns1035_label(name: &str) -> bool {
+    name.len() <= 63
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SHA: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+    fn spec(image: &str, port: i32, replicas: Option<i32>) -> MicroserviceSpec {
+        MicroserviceSpec { image: image.to_string(), port, replicas }
+    }
+
+    fn reasons(result: Result<Contract, Vec<Violation>>) -> Vec<Reason> {
+        match result {
+            Ok(c) => panic!("accepted: {c:?}"),
+            Err(v) => v.into_iter().map(|v| v.reason).collect(),
+        }
+    }
+
+    #[test]
+    fn accepts_pinned_images_of_allowed_repositories() {
+        let profile = PlatformProfile {
+            allowed_repositories: vec![
+                "ghcr.io/example/todo-api".into(),
+                "registry.internal:5000/team/apps/todo-api".into(),
+                "localhost:5000/todo-api".into(),
+                "todo-api".into(),
+            ],
+            ..PlatformProfile::default()
+        };
+        let cases = [
+            ("ghcr.io/example/todo-api:1.4.2", "1.4.2"),
+            ("ghcr.io/example/todo-api:v2.0.0-rc.1", "v2.0.0-rc.1"),
+            (&format!("ghcr.io/example/todo-api@{SHA}"), SHA),
+            (&format!("ghcr.io/example/todo-api:1.4.2@{SHA}"), "1.4.2"),
+            (&format!("ghcr.io/example/todo-api:latest@{SHA}"), "latest"),
+            ("registry.internal:5000/team/apps/todo-api:2024.12.01", "2024.12.01"),
+            ("localhost:5000/todo-api:dev-abc123", "dev-abc123"),
+            ("todo-api:1", "1"),
+            ("docker.io/library/todo-api:1", "1"),
+            ("index.docker.io/library/todo-api:1", "1"),
+        ];
+        for (image, version) in cases {
+            let contract = validate(&spec(image, 8080, None), &profile).unwrap_or_else(|v| panic!("{image}: {v:?}"));
+            assert_eq!(contract.image, image);
+            assert_eq!(contract.version, version, "{image}");
+            assert_eq!(contract.port, 8080);
+            assert_eq!(contract.replicas, 2, "the profile default applies when replicas is absent");
+        }
+    }
+
+    #[test]
+    fn every_violation_has_its_reason() {
+        let profile = PlatformProfile::default();
+        let ok = "ghcr.io/example/todo-api:1.4.2";
+        let cases: Vec<(MicroserviceSpec, Vec<Reason>)> = vec![
+            (spec("ghcr.io/example/todo-api", 8080, None), vec![Reason::MissingTag]),
+            (spec("ghcr.io/example/todo-api:latest", 8080, None), vec![Reason::MutableTag]),
+            (spec("ghcr.io/other/todo-api:1.4.2", 8080, None), vec![Reason::ImageNotAllowed]),
+            (spec("docker.io/example/todo-api:1.4.2", 8080, None), vec![Reason::ImageNotAllowed]),
+            (spec("example/todo-api:1.4.2", 8080, None), vec![Reason::ImageNotAllowed]),
+            (spec("ghcr.io/example/todo-api-fork:1.4.2", 8080, None), vec![Reason::ImageNotAllowed]),
+            (spec("ghcr.io/example/todo-api/sub:1.4.2", 8080, None), vec![Reason::ImageNotAllowed]),
+            (spec("nginx:latest", 8080, None), vec![Reason::ImageNotAllowed, Reason::MutableTag]),
+            (spec("nginx", 8080, None), vec![Reason::ImageNotAllowed, Reason::MissingTag]),
+            (spec("ghcr.io/Example/todo-api:1", 8080, None), vec![Reason::InvalidImageReference]),
+            (spec("", 8080, None), vec![Reason::InvalidImageReference]),
+            (spec("ghcr.io/example/todo-api@sha256:short", 8080, None), vec![Reason::InvalidImageReference]),
+            (spec(ok, 9090, None), vec![Reason::PortReserved]),
+            (spec(ok, 80, None), vec![Reason::PortOutOfRange]),
+            (spec(ok, 1023, None), vec![Reason::PortOutOfRange]),
+            (spec(ok, 65536, None), vec![Reason::PortOutOfRange]),
+            (spec(ok, 8080, Some(0)), vec![Reason::ReplicasOutOfRange]),
+            (spec(ok, 8080, Some(21)), vec![Reason::ReplicasOutOfRange]),
+            (spec(ok, 8080, Some(-1)), vec![Reason::ReplicasOutOfRange]),
+            (
+                spec("ghcr.io/example/todo-api:latest", 9090, Some(50)),
+                vec![Reason::MutableTag, Reason::PortReserved, Reason::ReplicasOutOfRange],
+            ),
+        ];
+        for (spec, expected) in cases {
+            assert_eq!(reasons(validate(&spec, &profile)), expected, "{spec:?}");
+        }
+    }
+
+    #[test]
+    fn boundaries_are_inclusive() {
+        let profile = PlatformProfile::default();
+        let ok = "ghcr.io/example/todo-api:1.4.2";
+        for (port, replicas) in [(1024, Some(1)), (65535, Some(20)), (8080, Some(2))] {
+            assert!(validate(&spec(ok, port, replicas), &profile).is_ok(), "{port} {replicas:?}");
+        }
+    }
+
+    #[test]
+    fn messages_say_what_to_write_instead() {
+        let profile = PlatformProfile::default();
+        let message = |s: MicroserviceSpec| validate(&s, &profile).unwrap_err().remove(0).message;
+        let not_allowed = message(spec("ghcr.io/other/todo-api:1.4.2", 8080, None));
+        assert!(not_allowed.contains("`ghcr.io/example/todo-api:1.4.2`"), "{not_allowed}");
+        assert!(not_allowed.contains("ghcr.io/other/todo-api"), "{not_allowed}");
+        let mutable = message(spec("ghcr.io/example/todo-api:latest", 8080, None));
+        assert!(mutable.contains("`latest`") && mutable.contains("ghcr.io/example/todo-api:1.4.2"), "{mutable}");
+        let missing = message(spec("ghcr.io/example/todo-api", 8080, None));
+        assert!(missing.contains("ghcr.io/example/todo-api@sha256:"), "{missing}");
+        let reserved = message(spec("ghcr.io/example/todo-api:1", 9090, None));
+        assert!(reserved.contains("9090") && reserved.contains("e.g. 8080"), "{reserved}");
+        let invalid = message(spec("ghcr.io/example/Todo:1", 8080, None));
+        assert!(invalid.contains("lowercase") && invalid.contains("ghcr.io/example/todo-api:1.4.2"), "{invalid}");
+    }
+
+    #[test]
+    fn reasons_are_camel_case_and_distinct() {
+        let all = [
+            Reason::InvalidImageReference,
+            Reason::MissingTag,
+            Reason::MutableTag,
+            Reason::ImageNotAllowed,
+            Reason::PortOutOfRange,
+            Reason::PortReserved,
+            Reason::ReplicasOutOfRange,
+            Reason::InvalidName,
+        ];
+        let names: std::collections::BTreeSet<_> = all.iter().map(|r| r.as_str()).collect();
+        assert_eq!(names.len(), all.len());
+        for name in names {
+            assert!(name.starts_with(|c: char| c.is_ascii_uppercase()), "{name}");
+            assert!(name.chars().all(|c| c.is_ascii_alphanumeric()), "{name}");
+        }
+    }
+
+    #[test]
+    fn object_names_must_fit_a_service() {
+        let profile = PlatformProfile::default();
+        let object = |name: &str| {
+            let mut ms = Microservice::new(name, spec("ghcr.io/example/todo-api:1", 8080, None));
+            ms.metadata.namespace = Some("todo".into());
+            ms
+        };
+        assert!(validate_object(&object("todo-api"), &profile).is_ok());
+        for bad in ["1api", "todo.api", "todo-", &"a".repeat(64)] {
+            assert_eq!(reasons(validate_object(&object(bad), &profile)), [Reason::InvalidName], "{bad}");
+        }
+        let mut both = object("todo.api");
+        both.spec.port = 80;
+        assert_eq!(reasons(validate_object(&both, &profile)), [Reason::PortOutOfRange, Reason::InvalidName]);
+    }
+
+    #[test]
+    fn summary_lists_every_violation() {
+        let violations = validate(&spec("nginx", 9090, None), &PlatformProfile::default()).unwrap_err();
+        let summary = summarize(&violations);
+        assert_eq!(summary.matches("spec.").count(), 3, "{summary}");
+    }
+}

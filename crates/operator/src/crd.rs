@@ -1,0 +1,158 @@
+//! The `Microservice` custom resource: what a team asks for (spec) and what the operator reports (status).
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Server-side gate for `spec.image`: a reference in the distribution grammar that ends in a tag and/or a digest.
+/// The contract checks the rest (allowed repository, mutable tags) and explains the refusal.
+pub const IMAGE_PATTERN: &str = concat!(
+    r"^(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:.]+\])",
+    r"(?::[0-9]+)?/)?",
+    r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*",
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}(?:@[a-z0-9]+(?:[+._-][a-z0-9]+)*:[A-Za-z0-9=_-]{32,})?",
+    r"|@[a-z0-9]+(?:[+._-][a-z0-9]+)*:[A-Za-z0-9=_-]{32,})$"
+);
+
+/// What a team asks the platform to run.
+#[derive(CustomResource, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "platform.example.com",
+    version = "v1alpha1",
+    kind = "Microservice",
+    namespaced,
+    shortname = "ms",
+    category = "platform",
+    status = "MicroserviceStatus",
+    derive = "PartialEq",
+    doc = "A Todo API instance run by the platform: the operator turns it into a Deployment and a Service.",
+    // Raw JSON form: the structured form trips clippy's duplicated_attributes on repeated keys.
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
+    printcolumn = r#"{"name":"Image","type":"string","jsonPath":".spec.image"}"#,
+    printcolumn = r#"{"name":"Replicas","type":"string","jsonPath":".status.replicasSummary","description":"ready/desired replicas"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
+    printcolumn = r#"{"name":"Rolled-Out","type":"string","jsonPath":".status.image","description":"the image every replica runs","priority":1}"#,
+    printcolumn = r#"{"name":"Reason","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason","priority":1}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct MicroserviceSpec {
+    /// Container image with an explicit tag or digest, e.g. ghcr.io/example/todo-api:1.4.2. The platform
+    /// accepts only its allowed repositories and refuses mutable tags such as `latest`.
+    #[schemars(regex(pattern = IMAGE_PATTERN), length(max = 512))]
+    pub image: String,
+    /// Port the application listens on inside the container (unprivileged: 1024-65535).
+    #[schemars(range(min = 1024, max = 65535))]
+    pub port: i32,
+    /// Number of pods. When absent the platform decides (2 by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 20))]
+    pub replicas: Option<i32>,
+}
+
+/// What the operator observed, for the generation in `observedGeneration`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MicroserviceStatus {
+    /// The newest metadata.generation the operator has acted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    pub conditions: Vec<Condition>,
+    /// Pods of the Deployment that are ready (any version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_replicas: Option<i32>,
+    /// Pods of the Deployment (any version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
+    /// "ready/desired", for `kubectl get`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas_summary: Option<String>,
+    /// The image every replica runs: set once a rollout completes, kept while the next one runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+}
+
+/// The one-word summary a query tool shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum Phase {
+    /// Accepted, nothing observed yet.
+    Pending,
+    /// A rollout for the current generation is running.
+    Progressing,
+    /// The current generation is fully rolled out and available.
+    Ready,
+    /// Something stops the rollout (missed deadline, conflicting resource).
+    Degraded,
+    /// The spec breaks the platform contract; nothing is deployed for it.
+    Invalid,
+}
+
+/// A condition in the metav1.Condition shape.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Condition {
+    #[serde(rename = "type")]
+    pub type_: ConditionType,
+    pub status: ConditionStatus,
+    /// The metadata.generation this condition was computed for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub observed_generation: Option<i64>,
+    /// When status last changed.
+    pub last_transition_time: Time,
+    /// CamelCase, machine-readable cause.
+    #[schemars(regex(pattern = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"), length(min = 1, max = 1024))]
+    pub reason: String,
+    /// Human-readable detail: what happened and what to do.
+    #[schemars(length(max = 32768))]
+    pub message: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+pub enum ConditionType {
+    /// The spec satisfies the platform contract.
+    Accepted,
+    /// A rollout for the current generation is running.
+    Progressing,
+    /// The current generation is fully rolled out and available.
+    Ready,
+    /// The rollout cannot proceed without help.
+    Degraded,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum ConditionStatus {
+    True,
+    False,
+    Unknown,
+}
+
+impl ConditionType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConditionType::Accepted => "Accepted",
+            ConditionType::Progressing => "Progressing",
+            ConditionType::Ready => "Ready",
+            ConditionType::Degraded => "Degraded",
+        }
+    }
+}
+
+impl Microservice {
+    /// Replicas the Deployment should run: the spec's number, or the platform default.
+    pub fn desired_replicas(&self, default_replicas: i32) -> i32 {
+        self.spec.replicas.unwrap_or(default_replicas)
+    }
+}
+
+/// The CRD as YAML, the form `microservice-operator crd` prints and `deploy/crd.yaml` holds.
+pub fn crd_yaml() -> Result<String, serde_saphyr::SerializeError> {
+    use kube::CustomResourceExt;
+    let yaml = serde_saphyr::to_string(&Microservice::crd())?;
+    Ok(yaml)
+}

@@ -1,0 +1,35 @@
+//! Helpers shared by the integration tests (each test binary uses a subset).
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use microservice_operator::crd::Microservice;
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The sample CR as the API server would hand it to the operator right after `kubectl apply`.
+pub fn sample_microservice() -> Microservice {
+    let path = repo_root().join("deploy/samples/todo-api.yaml");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut ms: Microservice = serde_saphyr::from_str(&text).unwrap();
+    ms.metadata.uid = Some("6f1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d".into());
+    ms.metadata.generation = Some(1);
+    ms
+}
+
+/// Compares `actual` with a checked-in file; `UPDATE_GOLDEN=1` rewrites the file instead.
+pub fn assert_golden(relative: &str, actual: &str, regenerate: &str) {
+    let path = repo_root().join(relative);
+    if std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1") {
+        std::fs::write(&path, actual).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        expected == actual,
+        "{relative} differs from what the code generates.\nIf the change is intended, regenerate it with: \
+         {regenerate}\n--- expected ({relative})\n{expected}\n--- actual\n{actual}"
+    );
+}
