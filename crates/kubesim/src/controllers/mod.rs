@@ -3,6 +3,9 @@
 //!
 //! (Interface fixed first; bodies are being written.)
 
+pub mod deployment;
+pub mod util;
+
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};

@@ -1,0 +1,1037 @@
+//! The Deployment controller's decisions, as a pure function of the observed Deployment and its ReplicaSets.
+//!
+//! It follows upstream's `pkg/controller/deployment` step by step (sync → paused / scaling event / Recreate /
+//! RollingUpdate → status), because clients (`kubectl rollout status`, kube-runtime's `is_deployment_completed`,
+//! operators) read the exact status sequence: which counter moves when, which condition reason follows which.
+//! Status is computed from the ReplicaSets as observed *before* this sync's writes, exactly like upstream, so a
+//! scale-up shows in the status one sync later.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentCondition, DeploymentStatus, ReplicaSet, ReplicaSetSpec};
+use k8s_openapi::api::core::v1::PodTemplateSpec;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+use super::util::{canonical_json, controller_ref, fnv1a32, safe_encode, selector_is_empty, time};
+
+pub const REVISION: &str = "deployment.kubernetes.io/revision";
+pub const REVISION_HISTORY: &str = "deployment.kubernetes.io/revision-history";
+pub const DESIRED_REPLICAS: &str = "deployment.kubernetes.io/desired-replicas";
+pub const MAX_REPLICAS: &str = "deployment.kubernetes.io/max-replicas";
+pub const POD_TEMPLATE_HASH: &str = "pod-template-hash";
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+const ROLLBACK_TO: &str = "deprecated.deployment.rollback.to";
+const MAX_REV_HISTORY_CHARS: usize = 2000;
+
+pub const AVAILABLE: &str = "Available";
+pub const PROGRESSING: &str = "Progressing";
+pub const REPLICA_FAILURE: &str = "ReplicaFailure";
+pub const MIN_AVAILABLE: &str = "MinimumReplicasAvailable";
+pub const MIN_UNAVAILABLE: &str = "MinimumReplicasUnavailable";
+pub const NEW_RS_CREATED: &str = "NewReplicaSetCreated";
+pub const FOUND_NEW_RS: &str = "FoundNewReplicaSet";
+pub const RS_UPDATED: &str = "ReplicaSetUpdated";
+pub const NEW_RS_AVAILABLE: &str = "NewReplicaSetAvailable";
+pub const TIMED_OUT: &str = "ProgressDeadlineExceeded";
+pub const PAUSED: &str = "DeploymentPaused";
+pub const RESUMED: &str = "DeploymentResumed";
+
+/// One write the controller wants done.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Create this ReplicaSet (no resourceVersion).
+    CreateReplicaSet(ReplicaSet),
+    /// Replace this ReplicaSet (it carries the observed resourceVersion): a scale and/or annotation change.
+    UpdateReplicaSet(ReplicaSet),
+    DeleteReplicaSet {
+        name: String,
+        uid: String,
+    },
+    /// Set these annotations on the Deployment's metadata (the revision).
+    AnnotateDeployment(BTreeMap<String, String>),
+    /// An Event about the Deployment (`ScalingReplicaSet`, ...).
+    Event {
+        reason: String,
+        message: String,
+    },
+}
+
+/// What one sync decided: the writes, the new status (None when unchanged), when to look again.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Plan {
+    pub actions: Vec<Action>,
+    pub status: Option<DeploymentStatus>,
+    /// Re-sync after this long even without a change (progress deadline, minReadySeconds).
+    pub requeue_after: Option<Duration>,
+}
+
+/// `intstr.GetScaledValueFromIntOrPercent`: percentages of `total`, rounded up or down.
+pub fn scaled_value(v: &IntOrString, total: i32, round_up: bool) -> Option<i32> {
+    match v {
+        IntOrString::Int(i) => Some(*i),
+        IntOrString::String(s) => {
+            let pct: i64 = s.strip_suffix('%')?.trim().parse().ok()?;
+            let scaled = pct * i64::from(total);
+            let value = if round_up { (scaled + 99).div_euclid(100) } else { scaled.div_euclid(100) };
+            i32::try_from(value).ok()
+        }
+    }
+}
+
+fn is_rolling(d: &Deployment) -> bool {
+    strategy_type(d) == "RollingUpdate"
+}
+
+fn strategy_type(d: &Deployment) -> &str {
+    d.spec.as_ref().and_then(|s| s.strategy.as_ref()).and_then(|s| s.type_.as_deref()).unwrap_or("RollingUpdate")
+}
+
+/// Desired replicas (API default 1).
+pub fn replicas(d: &Deployment) -> i32 {
+    d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
+}
+
+fn rolling_params(d: &Deployment) -> (IntOrString, IntOrString) {
+    let default = || IntOrString::String("25%".into());
+    let ru = d.spec.as_ref().and_then(|s| s.strategy.as_ref()).and_then(|s| s.rolling_update.as_ref());
+    (
+        ru.and_then(|r| r.max_surge.clone()).unwrap_or_else(default),
+        ru.and_then(|r| r.max_unavailable.clone()).unwrap_or_else(default),
+    )
+}
+
+/// `ResolveFenceposts`: surge rounds up, unavailable rounds down; both zero → unavailable 1.
+pub fn resolve_fenceposts(max_surge: &IntOrString, max_unavailable: &IntOrString, desired: i32) -> (i32, i32) {
+    let surge = scaled_value(max_surge, desired, true).unwrap_or(0);
+    let mut unavailable = scaled_value(max_unavailable, desired, false).unwrap_or(0);
+    if surge == 0 && unavailable == 0 {
+        unavailable = 1;
+    }
+    (surge, unavailable)
+}
+
+pub fn max_surge(d: &Deployment) -> i32 {
+    if !is_rolling(d) {
+        return 0;
+    }
+    let (s, u) = rolling_params(d);
+    resolve_fenceposts(&s, &u, replicas(d)).0
+}
+
+pub fn max_unavailable(d: &Deployment) -> i32 {
+    let desired = replicas(d);
+    if !is_rolling(d) || desired == 0 {
+        return 0;
+    }
+    let (s, u) = rolling_params(d);
+    resolve_fenceposts(&s, &u, desired).1.min(desired)
+}
+
+/// Seconds without progress before Progressing=False; None when disabled (MaxInt32). The API defaults it to 600.
+fn progress_deadline(d: &Deployment) -> Option<i32> {
+    match d.spec.as_ref().and_then(|s| s.progress_deadline_seconds) {
+        Some(i32::MAX) => None,
+        Some(s) => Some(s),
+        None => Some(600),
+    }
+}
+
+fn paused(d: &Deployment) -> bool {
+    d.spec.as_ref().and_then(|s| s.paused).unwrap_or(false)
+}
+
+fn rs_replicas(rs: &ReplicaSet) -> i32 {
+    rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0)
+}
+
+fn set_rs_replicas(rs: &mut ReplicaSet, n: i32) {
+    rs.spec.get_or_insert_with(ReplicaSetSpec::default).replicas = Some(n);
+}
+
+fn rs_status(rs: &ReplicaSet, f: impl Fn(&k8s_openapi::api::apps::v1::ReplicaSetStatus) -> Option<i32>) -> i32 {
+    rs.status.as_ref().and_then(f).unwrap_or(0)
+}
+
+fn rs_available(rs: &ReplicaSet) -> i32 {
+    rs_status(rs, |s| s.available_replicas)
+}
+
+fn name(meta: &ObjectMeta) -> &str {
+    meta.name.as_deref().unwrap_or("")
+}
+
+fn annotation<'a>(meta: &'a ObjectMeta, key: &str) -> Option<&'a str> {
+    meta.annotations.as_ref().and_then(|a| a.get(key)).map(String::as_str)
+}
+
+fn revision(rs: &ReplicaSet) -> i64 {
+    annotation(&rs.metadata, REVISION).and_then(|r| r.parse().ok()).unwrap_or(0)
+}
+
+fn created(rs: &ReplicaSet) -> Option<Timestamp> {
+    rs.metadata.creation_timestamp.as_ref().map(|t| t.0)
+}
+
+/// `ReplicaSetsByCreationTimestamp`: oldest first, then by name.
+fn by_creation(a: &ReplicaSet, b: &ReplicaSet) -> Ordering {
+    created(a).cmp(&created(b)).then_with(|| name(&a.metadata).cmp(name(&b.metadata)))
+}
+
+/// The template without the `pod-template-hash` label, in wire form, for `EqualIgnoreHash`.
+fn template_ignoring_hash(t: Option<&PodTemplateSpec>) -> serde_json::Value {
+    let mut t = t.cloned().unwrap_or_default();
+    if let Some(meta) = t.metadata.as_mut()
+        && let Some(labels) = meta.labels.as_mut()
+    {
+        labels.remove(POD_TEMPLATE_HASH);
+        if labels.is_empty() {
+            meta.labels = None;
+        }
+    }
+    serde_json::to_value(&t).unwrap_or_default()
+}
+
+/// `controller.ComputeHash`: FNV-1a of the template (and the collision count), safe-encoded.
+pub fn pod_template_hash(template: &PodTemplateSpec, collision_count: Option<i32>) -> String {
+    let mut data = canonical_json(&serde_json::to_value(template).unwrap_or_default());
+    if let Some(c) = collision_count {
+        data.push_str(&c.to_string());
+    }
+    safe_encode(&fnv1a32(data.as_bytes()).to_string())
+}
+
+/// The condition of a type.
+pub fn condition<'a>(status: &'a DeploymentStatus, type_: &str) -> Option<&'a DeploymentCondition> {
+    status.conditions.iter().flatten().find(|c| c.type_ == type_)
+}
+
+fn new_condition(type_: &str, status: &str, reason: &str, message: String, now: Timestamp) -> DeploymentCondition {
+    DeploymentCondition {
+        type_: type_.to_string(),
+        status: status.to_string(),
+        reason: Some(reason.to_string()),
+        message: Some(message),
+        last_update_time: Some(time(now)),
+        last_transition_time: Some(time(now)),
+    }
+}
+
+/// `SetDeploymentCondition`: same status and reason → unchanged; same status → keep lastTransitionTime; the
+/// condition moves to the end of the list.
+fn set_condition(status: &mut DeploymentStatus, mut cond: DeploymentCondition) {
+    if let Some(cur) = condition(status, &cond.type_) {
+        if cur.status == cond.status && cur.reason == cond.reason {
+            return;
+        }
+        if cur.status == cond.status {
+            cond.last_transition_time = cur.last_transition_time.clone();
+        }
+    }
+    remove_condition(status, &cond.type_);
+    status.conditions.get_or_insert_with(Vec::new).push(cond);
+}
+
+fn remove_condition(status: &mut DeploymentStatus, type_: &str) {
+    if let Some(c) = status.conditions.as_mut() {
+        c.retain(|c| c.type_ != type_);
+        if c.is_empty() {
+            status.conditions = None;
+        }
+    }
+}
+
+fn nonzero(n: i32) -> Option<i32> {
+    (n != 0).then_some(n)
+}
+
+/// The counters as `calculateStatus` computes them, with zero counters omitted as the wire form does.
+fn calculate_status(
+    d: &Deployment,
+    all: &[&ReplicaSet],
+    new_rs: Option<&ReplicaSet>,
+    now: Timestamp,
+) -> DeploymentStatus {
+    let available: i32 = all.iter().map(|rs| rs_available(rs)).sum();
+    let total: i32 = all.iter().map(|rs| rs_replicas(rs)).sum();
+    let old = d.status.clone().unwrap_or_default();
+    let mut status = DeploymentStatus {
+        observed_generation: d.metadata.generation,
+        replicas: nonzero(all.iter().map(|rs| rs_status(rs, |s| Some(s.replicas))).sum()),
+        updated_replicas: nonzero(new_rs.map(|rs| rs_status(rs, |s| Some(s.replicas))).unwrap_or(0)),
+        ready_replicas: nonzero(all.iter().map(|rs| rs_status(rs, |s| s.ready_replicas)).sum()),
+        available_replicas: nonzero(available),
+        unavailable_replicas: nonzero((total - available).max(0)),
+        collision_count: old.collision_count,
+        conditions: old.conditions,
+        terminating_replicas: None,
+    };
+    if available >= replicas(d) - max_unavailable(d) {
+        let c = new_condition(AVAILABLE, "True", MIN_AVAILABLE, "Deployment has minimum availability.".into(), now);
+        set_condition(&mut status, c);
+    } else {
+        let msg = "Deployment does not have minimum availability.".to_string();
+        set_condition(&mut status, new_condition(AVAILABLE, "False", MIN_UNAVAILABLE, msg, now));
+    }
+    status
+}
+
+fn count(v: Option<i32>) -> i32 {
+    v.unwrap_or(0)
+}
+
+/// `DeploymentComplete`.
+fn complete(d: &Deployment, s: &DeploymentStatus) -> bool {
+    let want = replicas(d);
+    count(s.updated_replicas) == want
+        && count(s.replicas) == want
+        && count(s.available_replicas) == want
+        && s.observed_generation.unwrap_or(0) >= d.metadata.generation.unwrap_or(0)
+}
+
+/// `DeploymentProgressing`: any counter moved in the right direction since the last observed status.
+fn progressing(d: &Deployment, new: &DeploymentStatus) -> bool {
+    let old = d.status.clone().unwrap_or_default();
+    let old_old = count(old.replicas) - count(old.updated_replicas);
+    let new_old = count(new.replicas) - count(new.updated_replicas);
+    count(new.updated_replicas) > count(old.updated_replicas)
+        || new_old < old_old
+        || count(new.ready_replicas) > count(old.ready_replicas)
+        || count(new.available_replicas) > count(old.available_replicas)
+}
+
+/// `DeploymentTimedOut`: no progress reported for progressDeadlineSeconds.
+fn timed_out(d: &Deployment, new: &DeploymentStatus, now: Timestamp) -> bool {
+    let Some(deadline) = progress_deadline(d) else { return false };
+    let Some(cond) = condition(new, PROGRESSING) else { return false };
+    match cond.reason.as_deref() {
+        Some(NEW_RS_AVAILABLE) => false,
+        Some(TIMED_OUT) => true,
+        _ => cond.last_update_time.as_ref().is_some_and(|from| {
+            from.0.as_second().saturating_add(i64::from(deadline)) < now.as_second()
+                || (from.0.as_second().saturating_add(i64::from(deadline)) == now.as_second()
+                    && now.subsec_nanosecond() > 0)
+        }),
+    }
+}
+
+/// The decisions of one sync over the observed state.
+struct Sync<'a> {
+    d: Deployment,
+    /// The ReplicaSets this Deployment controls, as observed.
+    rss: Vec<ReplicaSet>,
+    /// Non-terminal pods per ReplicaSet uid (Recreate waits for old pods to be gone).
+    active_pods: &'a HashMap<String, usize>,
+    now: Timestamp,
+    plan: Plan,
+    /// Annotations of the Deployment after this sync.
+    annotations_changed: bool,
+}
+
+/// Decides one sync of `deployment` given the ReplicaSets it controls (`replica_sets`, any order) and the
+/// number of non-terminal pods per ReplicaSet uid.
+pub fn sync(
+    deployment: &Deployment,
+    replica_sets: &[ReplicaSet],
+    active_pods: &HashMap<String, usize>,
+    now: Timestamp,
+) -> Plan {
+    let mut rss = replica_sets.to_vec();
+    rss.sort_by(by_creation);
+    let mut s =
+        Sync { d: deployment.clone(), rss, active_pods, now, plan: Plan::default(), annotations_changed: false };
+    s.run();
+    s.finish(deployment)
+}
+
+/// Each planned ReplicaSet write builds on the previous one for the same ReplicaSet, so only the last is kept (at
+/// its place); a write to a ReplicaSet about to be created folds into the creation.
+fn coalesce(actions: Vec<Action>) -> Vec<Action> {
+    let mut out: Vec<Action> = Vec::with_capacity(actions.len());
+    for a in actions {
+        if let Action::UpdateReplicaSet(rs) = &a {
+            if let Some(Action::CreateReplicaSet(created)) =
+                out.iter_mut().find(|o| matches!(o, Action::CreateReplicaSet(c) if c.metadata.name == rs.metadata.name))
+            {
+                *created = rs.clone();
+                continue;
+            }
+            out.retain(|o| !matches!(o, Action::UpdateReplicaSet(u) if u.metadata.name == rs.metadata.name));
+        }
+        out.push(a);
+    }
+    out
+}
+
+/// Which ReplicaSet (by index into `rss`) is new, and which are old.
+struct Split {
+    new: Option<usize>,
+    old: Vec<usize>,
+}
+
+impl Sync<'_> {
+    fn run(&mut self) {
+        let selector = self.d.spec.as_ref().map(|s| s.selector.clone()).unwrap_or_default();
+        if selector_is_empty(&selector) {
+            // Upstream refuses to select every pod; it only records that it saw this generation.
+            let status = self.d.status.get_or_insert_with(Default::default);
+            if status.observed_generation < self.d.metadata.generation {
+                status.observed_generation = self.d.metadata.generation;
+            }
+            return;
+        }
+        if self.d.metadata.deletion_timestamp.is_some() {
+            let split = self.split(false);
+            self.sync_status(&split);
+            return;
+        }
+        self.check_paused_conditions();
+        if paused(&self.d) {
+            return self.sync_scaling();
+        }
+        if self.is_scaling_event() {
+            return self.sync_scaling();
+        }
+        if strategy_type(&self.d) == "Recreate" { self.rollout_recreate() } else { self.rollout_rolling() }
+    }
+
+    fn finish(mut self, observed: &Deployment) -> Plan {
+        self.plan.actions = coalesce(std::mem::take(&mut self.plan.actions));
+        if self.annotations_changed {
+            let annotations = self.d.metadata.annotations.clone().unwrap_or_default();
+            let mut changed = BTreeMap::new();
+            for (k, v) in annotations {
+                if annotation(&observed.metadata, &k) != Some(v.as_str()) {
+                    changed.insert(k, v);
+                }
+            }
+            if !changed.is_empty() {
+                self.plan.actions.push(Action::AnnotateDeployment(changed));
+            }
+        }
+        let new_status = self.d.status.clone().unwrap_or_default();
+        if new_status != observed.status.clone().unwrap_or_default() {
+            self.plan.status = Some(new_status);
+        }
+        self.plan
+    }
+
+    fn template(&self) -> Option<&PodTemplateSpec> {
+        self.d.spec.as_ref().map(|s| &s.template)
+    }
+
+    /// `FindNewReplicaSet` (template equal ignoring the hash label, oldest first) and `FindOldReplicaSets`.
+    fn find_new(&self) -> Option<usize> {
+        let want = template_ignoring_hash(self.template());
+        let hash = self.template().map(|t| pod_template_hash(t, self.collision_count()));
+        self.rss
+            .iter()
+            .position(|rs| template_ignoring_hash(rs.spec.as_ref().and_then(|s| s.template.as_ref())) == want)
+            .or_else(|| {
+                // Defaulting may differ in detail between the two kinds' templates; the hash label the new
+                // ReplicaSet was created with identifies it as well.
+                self.rss.iter().position(|rs| {
+                    let labels = rs.spec.as_ref().and_then(|s| s.template.as_ref()).and_then(|t| t.metadata.as_ref());
+                    let label = labels.and_then(|m| m.labels.as_ref()).and_then(|l| l.get(POD_TEMPLATE_HASH));
+                    label.is_some() && label == hash.as_ref()
+                })
+            })
+    }
+
+    fn collision_count(&self) -> Option<i32> {
+        self.d.status.as_ref().and_then(|s| s.collision_count)
+    }
+
+    /// `getAllReplicaSetsAndSyncRevision`.
+    fn split(&mut self, create: bool) -> Split {
+        let new = self.find_new();
+        let old: Vec<usize> = (0..self.rss.len()).filter(|i| Some(*i) != new).collect();
+        let max_old_revision = old.iter().map(|i| revision(&self.rss[*i])).max().unwrap_or(0);
+        let new_revision = (max_old_revision + 1).to_string();
+        match new {
+            Some(i) => {
+                let mut rs = self.rss[i].clone();
+                let mut updated = self.set_new_rs_annotations(&mut rs, &new_revision, true);
+                let min_ready = self.d.spec.as_ref().and_then(|s| s.min_ready_seconds);
+                let rs_min_ready = rs.spec.as_ref().and_then(|s| s.min_ready_seconds);
+                if min_ready.unwrap_or(0) != rs_min_ready.unwrap_or(0) {
+                    rs.spec.get_or_insert_with(Default::default).min_ready_seconds = min_ready;
+                    updated = true;
+                }
+                if updated {
+                    self.plan.actions.push(Action::UpdateReplicaSet(rs.clone()));
+                }
+                let rev = annotation(&rs.metadata, REVISION).unwrap_or("").to_string();
+                self.rss[i] = rs;
+                self.set_deployment_revision(&rev);
+                let has_cond = self.d.status.as_ref().and_then(|s| condition(s, PROGRESSING)).is_some();
+                if progress_deadline(&self.d).is_some() && !has_cond {
+                    let msg = format!("Found new replica set \"{}\"", name(&self.rss[i].metadata));
+                    let c = new_condition(PROGRESSING, "True", FOUND_NEW_RS, msg, self.now);
+                    set_condition(self.d.status.get_or_insert_with(Default::default), c);
+                }
+                Split { new: Some(i), old }
+            }
+            None if create => {
+                let rs = self.new_replica_set(&old, &new_revision);
+                let n = rs_replicas(&rs);
+                let rs_name = name(&rs.metadata).to_string();
+                self.plan.actions.push(Action::CreateReplicaSet(rs.clone()));
+                if n > 0 {
+                    self.event("ScalingReplicaSet", format!("Scaled up replica set {rs_name} from 0 to {n}"));
+                }
+                self.rss.push(rs);
+                self.set_deployment_revision(&new_revision);
+                if progress_deadline(&self.d).is_some() {
+                    let msg = format!("Created new replica set \"{rs_name}\"");
+                    let c = new_condition(PROGRESSING, "True", NEW_RS_CREATED, msg, self.now);
+                    set_condition(self.d.status.get_or_insert_with(Default::default), c);
+                }
+                Split { new: Some(self.rss.len() - 1), old }
+            }
+            None => Split { new: None, old },
+        }
+    }
+
+    fn new_replica_set(&self, old: &[usize], revision: &str) -> ReplicaSet {
+        let d = &self.d;
+        let spec = d.spec.clone().unwrap_or_default();
+        let hash = pod_template_hash(&spec.template, self.collision_count());
+        let mut template = spec.template.clone();
+        let meta = template.metadata.get_or_insert_with(Default::default);
+        meta.labels.get_or_insert_with(BTreeMap::new).insert(POD_TEMPLATE_HASH.into(), hash.clone());
+        let labels = meta.labels.clone();
+        let mut selector: LabelSelector = spec.selector.clone();
+        selector.match_labels.get_or_insert_with(BTreeMap::new).insert(POD_TEMPLATE_HASH.into(), hash.clone());
+        let mut rs = ReplicaSet {
+            metadata: ObjectMeta {
+                name: Some(format!("{}-{hash}", name(&d.metadata))),
+                namespace: d.metadata.namespace.clone(),
+                labels,
+                owner_references: Some(vec![controller_ref("apps/v1", "Deployment", &d.metadata)]),
+                creation_timestamp: Some(time(self.now)),
+                ..Default::default()
+            },
+            spec: Some(ReplicaSetSpec {
+                replicas: Some(0),
+                min_ready_seconds: spec.min_ready_seconds,
+                selector,
+                template: Some(template),
+            }),
+            status: None,
+        };
+        let all: Vec<&ReplicaSet> = old.iter().map(|i| &self.rss[*i]).chain([&rs]).collect();
+        let n = self.new_rs_new_replicas(&all, &rs);
+        set_rs_replicas(&mut rs, n);
+        self.set_new_rs_annotations(&mut rs, revision, false);
+        rs
+    }
+
+    /// `SetNewReplicaSetAnnotations`: copy the Deployment's annotations, bump the revision (keeping the history
+    /// on a rollback), and for a new ReplicaSet the replica annotations.
+    fn set_new_rs_annotations(&self, rs: &mut ReplicaSet, new_revision: &str, exists: bool) -> bool {
+        let mut changed = false;
+        let annotations = rs.metadata.annotations.get_or_insert_with(BTreeMap::new);
+        for (k, v) in self.d.metadata.annotations.iter().flatten() {
+            let skip = [LAST_APPLIED, REVISION, REVISION_HISTORY, DESIRED_REPLICAS, MAX_REPLICAS, ROLLBACK_TO];
+            if skip.contains(&k.as_str()) || annotations.get(k) == Some(v) {
+                continue;
+            }
+            annotations.insert(k.clone(), v.clone());
+            changed = true;
+        }
+        let old_revision = annotations.get(REVISION).cloned();
+        let Ok(old_int) = old_revision.as_deref().map_or(Ok(0), str::parse::<i64>) else { return changed };
+        let new_int: i64 = new_revision.parse().unwrap_or(0);
+        if old_int < new_int {
+            annotations.insert(REVISION.into(), new_revision.to_string());
+            changed = true;
+            if let Some(old) = old_revision {
+                let history = annotations.get(REVISION_HISTORY).cloned().unwrap_or_default();
+                if history.is_empty() {
+                    annotations.insert(REVISION_HISTORY.into(), old);
+                } else {
+                    let mut parts: Vec<&str> = history.split(',').collect();
+                    let mut total = history.len() + old.len() + 1;
+                    let mut start = 0;
+                    while total > MAX_REV_HISTORY_CHARS && start < parts.len() {
+                        total -= parts[start].len() + 1;
+                        start += 1;
+                    }
+                    if total <= MAX_REV_HISTORY_CHARS {
+                        parts = parts.split_off(start);
+                        parts.push(&old);
+                        annotations.insert(REVISION_HISTORY.into(), parts.join(","));
+                    }
+                }
+            }
+        }
+        if !exists && self.set_replicas_annotations(rs) {
+            changed = true;
+        }
+        changed
+    }
+
+    /// `SetReplicasAnnotations`: desired-replicas and max-replicas, as the Deployment is now.
+    fn set_replicas_annotations(&self, rs: &mut ReplicaSet) -> bool {
+        let desired = replicas(&self.d).to_string();
+        let max = (replicas(&self.d) + max_surge(&self.d)).to_string();
+        let a = rs.metadata.annotations.get_or_insert_with(BTreeMap::new);
+        let mut changed = false;
+        for (k, v) in [(DESIRED_REPLICAS, desired), (MAX_REPLICAS, max)] {
+            if a.get(k) != Some(&v) {
+                a.insert(k.into(), v);
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    fn set_deployment_revision(&mut self, revision: &str) {
+        if revision.is_empty() {
+            return;
+        }
+        let a = self.d.metadata.annotations.get_or_insert_with(BTreeMap::new);
+        if a.get(REVISION).map(String::as_str) != Some(revision) {
+            a.insert(REVISION.into(), revision.to_string());
+            self.annotations_changed = true;
+        }
+    }
+
+    fn event(&mut self, reason: &str, message: String) {
+        self.plan.actions.push(Action::Event { reason: reason.into(), message });
+    }
+
+    /// `NewRSNewReplicas`: how far the new ReplicaSet may grow now.
+    fn new_rs_new_replicas(&self, all: &[&ReplicaSet], new_rs: &ReplicaSet) -> i32 {
+        let desired = replicas(&self.d);
+        if !is_rolling(&self.d) {
+            return desired;
+        }
+        let (surge, _) = rolling_params(&self.d);
+        let surge = scaled_value(&surge, desired, true).unwrap_or(0);
+        let current: i32 = all.iter().map(|rs| rs_replicas(rs)).sum();
+        let max_total = desired + surge;
+        if current >= max_total {
+            return rs_replicas(new_rs);
+        }
+        let up = (max_total - current).min(desired - rs_replicas(new_rs));
+        rs_replicas(new_rs) + up
+    }
+
+    /// `scaleReplicaSet`: sets the size and the replica annotations; an Event when the size changed.
+    fn scale(&mut self, i: usize, new_scale: i32, operation: Option<&str>) -> bool {
+        let mut rs = self.rss[i].clone();
+        let old_scale = rs_replicas(&rs);
+        let size_changed = old_scale != new_scale;
+        let annotations_changed = self.set_replicas_annotations(&mut rs);
+        if !size_changed && !annotations_changed {
+            return false;
+        }
+        set_rs_replicas(&mut rs, new_scale);
+        let rs_name = name(&rs.metadata).to_string();
+        // Upstream computes the status from the ReplicaSets as they were before the write.
+        self.plan.actions.push(Action::UpdateReplicaSet(rs));
+        if size_changed {
+            let op = operation.unwrap_or(if old_scale < new_scale { "up" } else { "down" });
+            self.event(
+                "ScalingReplicaSet",
+                format!("Scaled {op} replica set {rs_name} from {old_scale} to {new_scale}"),
+            );
+        }
+        size_changed
+    }
+
+    /// The latest ReplicaSet state known to this sync (a planned update replaces the observed one).
+    fn current(&self, i: usize) -> ReplicaSet {
+        let n = name(&self.rss[i].metadata);
+        self.plan
+            .actions
+            .iter()
+            .rev()
+            .find_map(|a| match a {
+                Action::UpdateReplicaSet(rs) if name(&rs.metadata) == n => Some(rs.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(|| self.rss[i].clone())
+    }
+
+    fn scale_if_needed(&mut self, i: usize, new_scale: i32) -> bool {
+        if rs_replicas(&self.current(i)) == new_scale {
+            return false;
+        }
+        let current = self.current(i);
+        let saved = std::mem::replace(&mut self.rss[i], current);
+        let scaled = self.scale(i, new_scale, None);
+        self.rss[i] = saved;
+        scaled
+    }
+
+    fn rollout_rolling(&mut self) {
+        let split = self.split(true);
+        let Some(new) = split.new else { return };
+        if self.reconcile_new(new, &split) {
+            return self.sync_rollout_status(&split);
+        }
+        let active_old: Vec<usize> = split.old.iter().copied().filter(|i| rs_replicas(&self.rss[*i]) > 0).collect();
+        if self.reconcile_old(new, &split, &active_old) {
+            return self.sync_rollout_status(&split);
+        }
+        if complete(&self.d, &self.d.status.clone().unwrap_or_default()) {
+            self.cleanup(&split);
+        }
+        self.sync_rollout_status(&split);
+    }
+
+    /// `reconcileNewReplicaSet`.
+    fn reconcile_new(&mut self, new: usize, split: &Split) -> bool {
+        let desired = replicas(&self.d);
+        let have = rs_replicas(&self.rss[new]);
+        if have == desired {
+            return false;
+        }
+        if have > desired {
+            return self.scale_if_needed(new, desired);
+        }
+        let all: Vec<&ReplicaSet> = split.old.iter().chain([&new]).map(|i| &self.rss[*i]).collect();
+        let n = self.new_rs_new_replicas(&all, &self.rss[new]);
+        self.scale_if_needed(new, n)
+    }
+
+    /// `reconcileOldReplicaSets`: scale old ReplicaSets down as far as availability allows.
+    fn reconcile_old(&mut self, new: usize, split: &Split, active_old: &[usize]) -> bool {
+        let old_pods: i32 = active_old.iter().map(|i| rs_replicas(&self.rss[*i])).sum();
+        if old_pods == 0 {
+            return false;
+        }
+        let all_pods: i32 = split.old.iter().chain([&new]).map(|i| rs_replicas(&self.rss[*i])).sum();
+        let min_available = replicas(&self.d) - max_unavailable(&self.d);
+        let new_rs = &self.rss[new];
+        let new_unavailable = rs_replicas(new_rs) - rs_available(new_rs);
+        let max_scaled_down = all_pods - min_available - new_unavailable;
+        if max_scaled_down <= 0 {
+            return false;
+        }
+        let mut old_sorted = active_old.to_vec();
+        old_sorted.sort_by(|a, b| by_creation(&self.rss[*a], &self.rss[*b]));
+        // Unhealthy replicas first, or they would block the rollout.
+        let mut cleaned = 0;
+        for &i in &old_sorted {
+            if cleaned >= max_scaled_down {
+                break;
+            }
+            let rs = self.current(i);
+            let (want, avail) = (rs_replicas(&rs), rs_available(&rs));
+            if want == 0 || want == avail {
+                continue;
+            }
+            let down = (max_scaled_down - cleaned).min(want - avail);
+            self.scale_if_needed(i, want - down);
+            cleaned += down;
+        }
+        // Then healthy ones, keeping minAvailable available.
+        let available: i32 = split.old.iter().chain([&new]).map(|i| rs_available(&self.current(*i))).sum();
+        let mut scaled = 0;
+        if available > min_available {
+            let total = available - min_available;
+            for &i in &old_sorted {
+                if scaled >= total {
+                    break;
+                }
+                let want = rs_replicas(&self.current(i));
+                if want == 0 {
+                    continue;
+                }
+                let down = want.min(total - scaled);
+                self.scale_if_needed(i, want - down);
+                scaled += down;
+            }
+        }
+        cleaned + scaled > 0
+    }
+
+    /// `rolloutRecreate`: all old pods gone before the new ReplicaSet scales up.
+    fn rollout_recreate(&mut self) {
+        let mut split = self.split(false);
+        let active_old: Vec<usize> = split.old.iter().copied().filter(|i| rs_replicas(&self.rss[*i]) > 0).collect();
+        let mut scaled_down = false;
+        for i in active_old {
+            scaled_down |= self.scale_if_needed(i, 0);
+        }
+        if scaled_down {
+            return self.sync_rollout_status(&split);
+        }
+        if self.old_pods_running(&split) {
+            return self.sync_rollout_status(&split);
+        }
+        if split.new.is_none() {
+            split = self.split(true);
+        }
+        if let Some(new) = split.new {
+            let desired = replicas(&self.d);
+            self.scale_if_needed(new, desired);
+        }
+        if complete(&self.d, &self.d.status.clone().unwrap_or_default()) {
+            self.cleanup(&split);
+        }
+        self.sync_rollout_status(&split);
+    }
+
+    fn old_pods_running(&self, split: &Split) -> bool {
+        let old_actual: i32 = split.old.iter().map(|i| rs_status(&self.rss[*i], |s| Some(s.replicas))).sum();
+        if old_actual > 0 {
+            return true;
+        }
+        split.old.iter().any(|i| {
+            let uid = self.rss[*i].metadata.uid.as_deref().unwrap_or("");
+            self.active_pods.get(uid).copied().unwrap_or(0) > 0
+        })
+    }
+
+    /// `isScalingEvent`: an active ReplicaSet was sized for a different replica count.
+    fn is_scaling_event(&mut self) -> bool {
+        let split = self.split(false);
+        let desired = replicas(&self.d);
+        split.new.iter().chain(split.old.iter()).any(|i| {
+            let rs = &self.rss[*i];
+            rs_replicas(rs) > 0
+                && annotation(&rs.metadata, DESIRED_REPLICAS)
+                    .and_then(|v| v.parse::<i32>().ok())
+                    .is_some_and(|v| v != desired)
+        })
+    }
+
+    /// `sync`: scaling (proportionally when a rollout is under way) and the status, for paused Deployments and
+    /// scaling events.
+    fn sync_scaling(&mut self) {
+        let split = self.split(false);
+        self.scale_proportionally(&split);
+        if paused(&self.d) {
+            self.cleanup(&split);
+        }
+        self.sync_status(&split);
+    }
+
+    fn scale_proportionally(&mut self, split: &Split) {
+        let desired = replicas(&self.d);
+        // FindActiveOrLatest: a single active ReplicaSet (or the newest, when none is active) takes it all.
+        let mut old_newest_first = split.old.clone();
+        old_newest_first.sort_by(|a, b| by_creation(&self.rss[*b], &self.rss[*a]));
+        let active: Vec<usize> = split
+            .new
+            .iter()
+            .chain(old_newest_first.iter())
+            .copied()
+            .filter(|i| rs_replicas(&self.rss[*i]) > 0)
+            .collect();
+        let target = match active.len() {
+            0 => split.new.or(old_newest_first.first().copied()),
+            1 => Some(active[0]),
+            _ => None,
+        };
+        if let Some(i) = target {
+            if rs_replicas(&self.rss[i]) != desired {
+                self.scale(i, desired, None);
+            }
+            return;
+        }
+        if let Some(new) = split.new {
+            let rs = &self.rss[new];
+            let desired_annotation = annotation(&rs.metadata, DESIRED_REPLICAS).and_then(|v| v.parse::<i32>().ok());
+            if rs_replicas(rs) == desired && desired_annotation == Some(desired) && rs_available(rs) == desired {
+                for i in split.old.clone() {
+                    if rs_replicas(&self.rss[i]) > 0 {
+                        self.scale(i, 0, None);
+                    }
+                }
+                return;
+            }
+        }
+        if !is_rolling(&self.d) {
+            return;
+        }
+        let mut all = active;
+        let all_replicas: i32 = all.iter().map(|i| rs_replicas(&self.rss[*i])).sum();
+        let allowed = if desired > 0 { desired + max_surge(&self.d) } else { 0 };
+        let to_add = allowed - all_replicas;
+        let newer_first = |a: &usize, b: &usize| by_creation(&self.rss[*b], &self.rss[*a]);
+        let older_first = |a: &usize, b: &usize| by_creation(&self.rss[*a], &self.rss[*b]);
+        let operation = match to_add.cmp(&0) {
+            Ordering::Greater => {
+                all.sort_by(|a, b| rs_replicas(&self.rss[*b]).cmp(&rs_replicas(&self.rss[*a])).then(newer_first(a, b)));
+                Some("up")
+            }
+            Ordering::Less => {
+                all.sort_by(|a, b| rs_replicas(&self.rss[*b]).cmp(&rs_replicas(&self.rss[*a])).then(older_first(a, b)));
+                Some("down")
+            }
+            Ordering::Equal => None,
+        };
+        let mut added = 0;
+        let mut sizes: Vec<i32> = Vec::with_capacity(all.len());
+        for &i in &all {
+            let rs = &self.rss[i];
+            if to_add != 0 {
+                let p = self.proportion(rs, to_add, added);
+                sizes.push(rs_replicas(rs) + p);
+                added += p;
+            } else {
+                sizes.push(rs_replicas(rs));
+            }
+        }
+        for (k, &i) in all.iter().enumerate() {
+            let mut size = sizes[k];
+            if k == 0 && to_add != 0 {
+                size = (size + to_add - added).max(0);
+            }
+            self.scale(i, size, operation);
+        }
+    }
+
+    /// `GetProportion`.
+    fn proportion(&self, rs: &ReplicaSet, to_add: i32, added: i32) -> i32 {
+        if rs_replicas(rs) == 0 || to_add == 0 || to_add == added {
+            return 0;
+        }
+        let fraction = self.rs_fraction(rs);
+        let allowed = to_add - added;
+        if to_add > 0 { fraction.min(allowed) } else { fraction.max(allowed) }
+    }
+
+    fn rs_fraction(&self, rs: &ReplicaSet) -> i32 {
+        let desired = replicas(&self.d);
+        if desired == 0 {
+            return -rs_replicas(rs);
+        }
+        let deployment_replicas = desired + max_surge(&self.d);
+        let annotated = annotation(&rs.metadata, MAX_REPLICAS)
+            .and_then(|v| v.parse::<i32>().ok())
+            .unwrap_or_else(|| self.d.status.as_ref().and_then(|s| s.replicas).unwrap_or(0));
+        if annotated == 0 {
+            return 0;
+        }
+        let size = f64::from(rs_replicas(rs)) * f64::from(deployment_replicas) / f64::from(annotated);
+        size.round() as i32 - rs_replicas(rs)
+    }
+
+    /// `cleanupDeployment`: old, empty ReplicaSets beyond revisionHistoryLimit are deleted, oldest revision first.
+    fn cleanup(&mut self, split: &Split) {
+        let limit = self.d.spec.as_ref().and_then(|s| s.revision_history_limit).unwrap_or(10);
+        let mut cleanable: Vec<usize> =
+            split.old.iter().copied().filter(|i| self.rss[*i].metadata.deletion_timestamp.is_none()).collect();
+        let diff = cleanable.len() as i64 - i64::from(limit);
+        if diff <= 0 {
+            return;
+        }
+        cleanable.sort_by(|a, b| {
+            revision(&self.rss[*a]).cmp(&revision(&self.rss[*b])).then(by_creation(&self.rss[*a], &self.rss[*b]))
+        });
+        for &i in cleanable.iter().take(diff as usize) {
+            let rs = &self.rss[i];
+            let observed = rs.status.as_ref().and_then(|s| s.observed_generation).unwrap_or(0);
+            if rs_status(rs, |s| Some(s.replicas)) != 0
+                || rs_replicas(rs) != 0
+                || rs.metadata.generation.unwrap_or(0) > observed
+            {
+                continue;
+            }
+            let (name, uid) = (name(&rs.metadata).to_string(), rs.metadata.uid.clone().unwrap_or_default());
+            self.plan.actions.push(Action::DeleteReplicaSet { name, uid });
+        }
+    }
+
+    fn split_refs(&self, split: &Split) -> (Vec<&ReplicaSet>, Option<&ReplicaSet>) {
+        let all = split.old.iter().chain(split.new.iter()).map(|i| &self.rss[*i]).collect();
+        (all, split.new.map(|i| &self.rss[i]))
+    }
+
+    /// `syncDeploymentStatus`: counters and Available only.
+    fn sync_status(&mut self, split: &Split) {
+        let (all, new) = self.split_refs(split);
+        let status = calculate_status(&self.d, &all, new, self.now);
+        self.d.status = Some(status);
+    }
+
+    /// `checkPausedConditions`.
+    fn check_paused_conditions(&mut self) {
+        if progress_deadline(&self.d).is_none() {
+            return;
+        }
+        let now = self.now;
+        let is_paused = paused(&self.d);
+        let status = self.d.status.get_or_insert_with(Default::default);
+        let reason = condition(status, PROGRESSING).and_then(|c| c.reason.clone());
+        if reason.as_deref() == Some(TIMED_OUT) {
+            return;
+        }
+        let paused_cond = reason.as_deref() == Some(PAUSED);
+        if is_paused && !paused_cond {
+            set_condition(status, new_condition(PROGRESSING, "Unknown", PAUSED, "Deployment is paused".into(), now));
+        } else if !is_paused && paused_cond {
+            set_condition(status, new_condition(PROGRESSING, "Unknown", RESUMED, "Deployment is resumed".into(), now));
+        }
+    }
+
+    /// `syncRolloutStatus`: counters, Available, and Progressing from the progress made since the last status.
+    fn sync_rollout_status(&mut self, split: &Split) {
+        let (all, new) = self.split_refs(split);
+        let new_name = new.map(|rs| name(&rs.metadata).to_string());
+        let mut status = calculate_status(&self.d, &all, new, self.now);
+        let deadline = progress_deadline(&self.d);
+        if deadline.is_none() {
+            remove_condition(&mut status, PROGRESSING);
+        }
+        let old_status = self.d.status.clone().unwrap_or_default();
+        let current = condition(&old_status, PROGRESSING).cloned();
+        let complete_before = count(status.replicas) == count(status.updated_replicas)
+            && current.as_ref().is_some_and(|c| c.reason.as_deref() == Some(NEW_RS_AVAILABLE));
+        let subject = |what: &str| match &new_name {
+            Some(n) => format!("ReplicaSet \"{n}\" {what}"),
+            None => format!("Deployment \"{}\" {what}", name(&self.d.metadata)),
+        };
+        if deadline.is_some() && !complete_before {
+            if complete(&self.d, &status) {
+                let msg = subject("has successfully progressed.");
+                set_condition(&mut status, new_condition(PROGRESSING, "True", NEW_RS_AVAILABLE, msg, self.now));
+            } else if progressing(&self.d, &status) {
+                let mut c = new_condition(PROGRESSING, "True", RS_UPDATED, subject("is progressing."), self.now);
+                if let Some(cur) = &current {
+                    if cur.status == "True" {
+                        c.last_transition_time = cur.last_transition_time.clone();
+                    }
+                    remove_condition(&mut status, PROGRESSING);
+                }
+                set_condition(&mut status, c);
+            } else if timed_out(&self.d, &status, self.now) {
+                let msg = subject("has timed out progressing.");
+                set_condition(&mut status, new_condition(PROGRESSING, "False", TIMED_OUT, msg, self.now));
+            }
+        }
+        // No ReplicaSet reports ReplicaFailure in the emulator (pod creation does not fail), so none is copied.
+        remove_condition(&mut status, REPLICA_FAILURE);
+        if status == old_status {
+            self.plan.requeue_after = self.stuck_requeue(&status);
+        }
+        self.d.status = Some(status);
+    }
+
+    /// `requeueStuckDeployment`: when to check the progress deadline again.
+    fn stuck_requeue(&self, new_status: &DeploymentStatus) -> Option<Duration> {
+        let deadline = progress_deadline(&self.d)?;
+        let cur = self.d.status.as_ref().and_then(|s| condition(s, PROGRESSING))?;
+        if complete(&self.d, new_status) || cur.reason.as_deref() == Some(TIMED_OUT) {
+            return None;
+        }
+        let from = cur.last_update_time.as_ref()?.0;
+        let due_ms = (from.as_millisecond() + i64::from(deadline) * 1000) - self.now.as_millisecond();
+        // A second more, as upstream does, so the strict comparison in `timed_out` holds when it fires.
+        Some(Duration::from_millis(due_ms.max(0) as u64) + Duration::from_secs(1))
+    }
+}
+
+#[cfg(test)]
+#[path = "deployment_tests.rs"]
+mod tests;
