@@ -169,19 +169,602 @@ fn object_meta_update(obj: &Value, old: &Value, out: &mut Vec<Cause>) {
     }
 }
 
-fn deployment(_obj: &Value, _out: &mut [Cause]) {}
-fn replica_set(_obj: &Value, _out: &mut [Cause]) {}
-fn pod_spec(_spec: &Value, _path: &str, _out: &mut [Cause]) {}
-fn pod_update(_obj: &Value, _old: &Value, _out: &mut [Cause]) {}
-fn service(_obj: &Value, _out: &mut [Cause]) {}
-fn service_update(_obj: &Value, _old: &Value, _out: &mut [Cause]) {}
-fn config_map(_obj: &Value, _old: Option<&Value>, _out: &mut [Cause]) {}
-fn secret(_obj: &Value, _old: Option<&Value>, _out: &mut [Cause]) {}
-fn namespace(_obj: &Value, _out: &mut [Cause]) {}
-fn lease(_obj: &Value, _out: &mut [Cause]) {}
-fn event_v1(_obj: &Value, _out: &mut [Cause]) {}
-fn event_core(_obj: &Value, _out: &mut [Cause]) {}
-fn crd_update(_obj: &Value, _old: &Value, _out: &mut [Cause]) {}
+fn int_at(v: &Value, ptr: &str) -> Option<i64> {
+    v.pointer(ptr).and_then(Value::as_i64)
+}
+
+fn non_negative(v: &Value, ptr: &str, path: &str, out: &mut Vec<Cause>) {
+    if let Some(n) = int_at(v, ptr)
+        && n < 0
+    {
+        out.push(err::invalid(path, &n.to_string(), "must be greater than or equal to 0"));
+    }
+}
+
+fn one_of(v: &Value, ptr: &str, path: &str, supported: &[&str], out: &mut Vec<Cause>) {
+    if let Some(val) = v.pointer(ptr)
+        && !val.as_str().is_some_and(|s| supported.contains(&s))
+    {
+        out.push(err::not_supported(path, val, supported));
+    }
+}
+
+/// A `metav1.LabelSelector` (`ValidateLabelSelector`).
+fn label_selector(sel: &Value, path: &str, out: &mut Vec<Cause>) {
+    if let Some(labels) = sel.get("matchLabels") {
+        validate_labels(labels, &format!("{path}.matchLabels"), out);
+    }
+    for (i, e) in sel.get("matchExpressions").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        let p = format!("{path}.matchExpressions[{i}]");
+        let op = e.get("operator").cloned().unwrap_or(Value::String(String::new()));
+        let n = e.get("values").and_then(Value::as_array).map_or(0, Vec::len);
+        match op.as_str().unwrap_or_default() {
+            "In" | "NotIn" if n == 0 => {
+                out.push(err::required(&format!("{p}.values"), "must be specified when `operator` is 'In' or 'NotIn'"))
+            }
+            "Exists" | "DoesNotExist" if n > 0 => out.push(err::forbidden(
+                &format!("{p}.values"),
+                "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+            )),
+            "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
+            _ => out.push(err::invalid_value(&format!("{p}.operator"), &op, "not a valid selector operator")),
+        }
+        let key = str_at(e, "/key");
+        for msg in names::qualified_name_errors(key) {
+            out.push(err::invalid_str(&format!("{p}.key"), key, &msg));
+        }
+    }
+}
+
+/// The spec shared by Deployments and ReplicaSets: selector, template, replicas.
+fn workload_spec(obj: &Value, kind: &str, out: &mut Vec<Cause>) {
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    non_negative(spec, "/replicas", "spec.replicas", out);
+    non_negative(spec, "/minReadySeconds", "spec.minReadySeconds", out);
+    let selector = spec.get("selector").filter(|s| !s.is_null());
+    match selector {
+        None => out.push(err::required("spec.selector", "")),
+        Some(sel) => {
+            label_selector(sel, "spec.selector", out);
+            let empty = sel.get("matchLabels").and_then(Value::as_object).is_none_or(Map::is_empty)
+                && sel.get("matchExpressions").and_then(Value::as_array).is_none_or(Vec::is_empty);
+            if empty {
+                out.push(err::invalid(
+                    "spec.selector",
+                    &selector_repr(Some(sel)),
+                    &format!("empty selector is invalid for {kind}"),
+                ));
+            }
+        }
+    }
+    let template = spec.get("template").unwrap_or(&Value::Null);
+    let labels = template.pointer("/metadata/labels");
+    if let Some(sel) = selector
+        && let Ok(parsed) = crate::selector::LabelSelector::from_label_selector(sel)
+        && !parsed.is_empty()
+    {
+        let empty = Map::new();
+        if !parsed.matches(labels.and_then(Value::as_object).unwrap_or(&empty)) {
+            let repr = labels.and_then(Value::as_object).map_or("map[string]string(nil)".to_string(), |m| {
+                let parts: Vec<String> = m.iter().map(|(k, v)| format!("{}:{}", names::quote(k), go_repr(v))).collect();
+                format!("map[string]string{{{}}}", parts.join(", "))
+            });
+            out.push(err::invalid(
+                "spec.template.metadata.labels",
+                &repr,
+                "`selector` does not match template `labels`",
+            ));
+        }
+    }
+    if let Some(labels) = labels {
+        validate_labels(labels, "spec.template.metadata.labels", out);
+    }
+    let pod = template.get("spec").unwrap_or(&Value::Null);
+    pod_spec(pod, "spec.template.spec", out);
+    if let Some(policy) = pod.get("restartPolicy")
+        && policy.as_str() != Some("Always")
+    {
+        out.push(err::not_supported("spec.template.spec.restartPolicy", policy, &["Always"]));
+    }
+}
+
+/// A `maxSurge`/`maxUnavailable` int-or-percent: its value, and whether it is a percentage.
+fn int_or_percent(v: &Value, path: &str, out: &mut Vec<Cause>) -> Option<i64> {
+    match v {
+        Value::Number(n) => {
+            let n = n.as_i64().unwrap_or(-1);
+            if n < 0 {
+                out.push(err::invalid(path, &n.to_string(), "must be greater than or equal to 0"));
+            }
+            Some(n)
+        }
+        Value::String(s) => {
+            let Some(p) = s.strip_suffix('%').and_then(|p| p.parse::<i64>().ok()) else {
+                out.push(err::invalid_str(path, s, "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"));
+                return None;
+            };
+            if p > 100 {
+                out.push(err::invalid_str(path, s, "must not be greater than 100%"));
+            }
+            Some(p)
+        }
+        _ => None,
+    }
+}
+
+fn deployment(obj: &Value, out: &mut Vec<Cause>) {
+    workload_spec(obj, "deployment", out);
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    non_negative(spec, "/revisionHistoryLimit", "spec.revisionHistoryLimit", out);
+    let strategy = spec.get("strategy").unwrap_or(&Value::Null);
+    one_of(strategy, "/type", "spec.strategy.type", &["Recreate", "RollingUpdate"], out);
+    match (strategy.get("type").and_then(Value::as_str), strategy.get("rollingUpdate").filter(|r| !r.is_null())) {
+        (Some("Recreate"), Some(_)) => out.push(err::forbidden(
+            "spec.strategy.rollingUpdate",
+            "may not be specified when strategy `type` is 'Recreate'",
+        )),
+        (Some("RollingUpdate"), Some(ru)) => {
+            let path = "spec.strategy.rollingUpdate";
+            let unavailable =
+                ru.get("maxUnavailable").and_then(|v| int_or_percent(v, &format!("{path}.maxUnavailable"), out));
+            let surge = ru.get("maxSurge").and_then(|v| int_or_percent(v, &format!("{path}.maxSurge"), out));
+            if unavailable == Some(0) && surge == Some(0) {
+                out.push(err::invalid(&format!("{path}.maxUnavailable"), "0", "may not be 0 when `maxSurge` is 0"));
+            }
+        }
+        _ => {}
+    }
+    if let Some(pds) = int_at(spec, "/progressDeadlineSeconds") {
+        if pds < 0 {
+            out.push(err::invalid(
+                "spec.progressDeadlineSeconds",
+                &pds.to_string(),
+                "must be greater than or equal to 0",
+            ));
+        } else if pds <= int_at(spec, "/minReadySeconds").unwrap_or(0) {
+            out.push(err::invalid(
+                "spec.progressDeadlineSeconds",
+                &pds.to_string(),
+                "must be greater than minReadySeconds",
+            ));
+        }
+    }
+}
+
+fn replica_set(obj: &Value, out: &mut Vec<Cause>) {
+    workload_spec(obj, "replicaset", out);
+}
+
+const PROTOCOLS: &[&str] = &["SCTP", "TCP", "UDP"];
+
+fn port_number(v: &Value, path: &str, out: &mut Vec<Cause>) {
+    let n = v.as_i64().unwrap_or(0);
+    if !(1..=65535).contains(&n) {
+        out.push(err::invalid(path, &go_repr(v), "must be between 1 and 65535, inclusive"));
+    }
+}
+
+/// `ValidatePodSpec` (the parts clients trip over).
+fn pod_spec(spec: &Value, path: &str, out: &mut Vec<Cause>) {
+    let mut volumes = Vec::new();
+    for (i, v) in spec.get("volumes").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        let p = format!("{path}.volumes[{i}].name");
+        let name = str_at(v, "/name");
+        if name.is_empty() {
+            out.push(err::required(&p, ""));
+        } else if volumes.contains(&name) {
+            out.push(err::duplicate(&p, &Value::String(name.into())));
+        } else {
+            for msg in names::dns1123_label_errors(name) {
+                out.push(err::invalid_str(&p, name, &msg));
+            }
+        }
+        volumes.push(name);
+    }
+    let containers = spec.get("containers").and_then(Value::as_array);
+    if containers.is_none_or(Vec::is_empty) {
+        out.push(err::required(&format!("{path}.containers"), ""));
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for key in ["initContainers", "containers"] {
+        for (i, c) in spec.get(key).and_then(Value::as_array).into_iter().flatten().enumerate() {
+            container(c, &format!("{path}.{key}[{i}]"), &mut seen, &volumes, out);
+        }
+    }
+    one_of(spec, "/restartPolicy", &format!("{path}.restartPolicy"), &["Always", "Never", "OnFailure"], out);
+    one_of(
+        spec,
+        "/dnsPolicy",
+        &format!("{path}.dnsPolicy"),
+        &["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"],
+        out,
+    );
+    if let Some(n) = int_at(spec, "/terminationGracePeriodSeconds")
+        && n < 0
+    {
+        // Upstream tolerates negative values on old objects only; new ones are rejected.
+        out.push(err::invalid(
+            &format!("{path}.terminationGracePeriodSeconds"),
+            &n.to_string(),
+            "must be greater than or equal to 0",
+        ));
+    }
+    if let Some(n) = int_at(spec, "/activeDeadlineSeconds")
+        && n <= 0
+    {
+        out.push(err::invalid(
+            &format!("{path}.activeDeadlineSeconds"),
+            &n.to_string(),
+            "must be between 1 and 2147483647, inclusive",
+        ));
+    }
+    if let Some(sel) = spec.get("nodeSelector") {
+        validate_labels(sel, &format!("{path}.nodeSelector"), out);
+    }
+    let sa = str_at(spec, "/serviceAccountName");
+    if !sa.is_empty() {
+        for msg in names::dns1123_subdomain_errors(sa) {
+            out.push(err::invalid_str(&format!("{path}.serviceAccountName"), sa, &msg));
+        }
+    }
+}
+
+fn container<'a>(c: &'a Value, path: &str, seen: &mut Vec<&'a str>, volumes: &[&str], out: &mut Vec<Cause>) {
+    let name = str_at(c, "/name");
+    if name.is_empty() {
+        out.push(err::required(&format!("{path}.name"), ""));
+    } else if seen.contains(&name) {
+        out.push(err::duplicate(&format!("{path}.name"), &Value::String(name.into())));
+    } else {
+        for msg in names::dns1123_label_errors(name) {
+            out.push(err::invalid_str(&format!("{path}.name"), name, &msg));
+        }
+    }
+    seen.push(name);
+    if str_at(c, "/image").trim().is_empty() {
+        out.push(err::required(&format!("{path}.image"), ""));
+    }
+    one_of(c, "/imagePullPolicy", &format!("{path}.imagePullPolicy"), &["Always", "IfNotPresent", "Never"], out);
+    one_of(
+        c,
+        "/terminationMessagePolicy",
+        &format!("{path}.terminationMessagePolicy"),
+        &["FallbackToLogsOnError", "File"],
+        out,
+    );
+    let mut port_names: Vec<&str> = Vec::new();
+    for (i, p) in c.get("ports").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        let pp = format!("{path}.ports[{i}]");
+        match p.get("containerPort") {
+            Some(v) => port_number(v, &format!("{pp}.containerPort"), out),
+            None => out.push(err::required(&format!("{pp}.containerPort"), "")),
+        }
+        if let Some(h) = p.get("hostPort")
+            && h.as_i64() != Some(0)
+        {
+            port_number(h, &format!("{pp}.hostPort"), out);
+        }
+        let pname = str_at(p, "/name");
+        if !pname.is_empty() {
+            for msg in names::port_name_errors(pname) {
+                out.push(err::invalid_str(&format!("{pp}.name"), pname, &msg));
+            }
+            if port_names.contains(&pname) {
+                out.push(err::duplicate(&format!("{pp}.name"), &Value::String(pname.into())));
+            }
+            port_names.push(pname);
+        }
+        one_of(p, "/protocol", &format!("{pp}.protocol"), PROTOCOLS, out);
+    }
+    for (i, e) in c.get("env").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        let name = str_at(e, "/name");
+        if name.is_empty() {
+            out.push(err::required(&format!("{path}.env[{i}].name"), ""));
+        }
+    }
+    for (i, m) in c.get("volumeMounts").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        let mp = format!("{path}.volumeMounts[{i}]");
+        let name = str_at(m, "/name");
+        if name.is_empty() {
+            out.push(err::required(&format!("{mp}.name"), ""));
+        } else if !volumes.contains(&name) {
+            out.push(err::not_found(&format!("{mp}.name"), &Value::String(name.into())));
+        }
+        if str_at(m, "/mountPath").is_empty() {
+            out.push(err::required(&format!("{mp}.mountPath"), ""));
+        }
+    }
+    for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(p) = c.get(probe) {
+            for field in
+                ["initialDelaySeconds", "timeoutSeconds", "periodSeconds", "successThreshold", "failureThreshold"]
+            {
+                non_negative(p, &format!("/{field}"), &format!("{path}.{probe}.{field}"), out);
+            }
+            if probe != "readinessProbe"
+                && let Some(n) = int_at(p, "/successThreshold")
+                && n != 1
+            {
+                out.push(err::invalid(&format!("{path}.{probe}.successThreshold"), &n.to_string(), "must be 1"));
+            }
+        }
+    }
+}
+
+/// Pod updates may change only images, activeDeadlineSeconds, tolerations (additions) and
+/// terminationGracePeriodSeconds. Setting `spec.nodeName` on an unscheduled pod is allowed here: it stands
+/// in for the `binding` subresource, which the emulator's scheduler uses.
+fn pod_update(obj: &Value, old: &Value, out: &mut Vec<Cause>) {
+    let normalize = |spec: Option<&Value>, keep_node: Option<&Value>| {
+        let mut s = spec.cloned().unwrap_or(Value::Null);
+        if let Some(m) = s.as_object_mut() {
+            for key in ["activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds"] {
+                m.remove(key);
+            }
+            if let Some(n) = keep_node {
+                m.insert("nodeName".into(), n.clone());
+            }
+            for key in ["containers", "initContainers"] {
+                for c in m.get_mut(key).and_then(Value::as_array_mut).into_iter().flatten() {
+                    if let Some(c) = c.as_object_mut() {
+                        c.remove("image");
+                    }
+                }
+            }
+        }
+        s
+    };
+    let old_node = old.pointer("/spec/nodeName").filter(|n| n.as_str().is_some_and(|s| !s.is_empty()));
+    let new_node = obj.pointer("/spec/nodeName");
+    let node = if old_node.is_none() { new_node } else { old_node };
+    if normalize(obj.get("spec"), node) != normalize(old.get("spec"), node) {
+        out.push(err::forbidden(
+            "spec",
+            "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
+        ));
+    }
+}
+
+fn service(obj: &Value, out: &mut Vec<Cause>) {
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    let ty = spec.get("type").and_then(Value::as_str).unwrap_or("ClusterIP");
+    one_of(spec, "/type", "spec.type", &["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"], out);
+    one_of(spec, "/sessionAffinity", "spec.sessionAffinity", &["ClientIP", "None"], out);
+    let cluster_ip = str_at(spec, "/clusterIP");
+    let headless = cluster_ip == "None";
+    if !cluster_ip.is_empty() && !headless && cluster_ip.parse::<std::net::IpAddr>().is_err() {
+        out.push(err::invalid_str(
+            "spec.clusterIPs[0]",
+            cluster_ip,
+            "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
+        ));
+    }
+    if ty == "ExternalName" {
+        let name = str_at(spec, "/externalName");
+        if name.is_empty() {
+            out.push(err::required("spec.externalName", ""));
+        } else {
+            for msg in names::dns1123_subdomain_errors(name.trim_end_matches('.')) {
+                out.push(err::invalid_str("spec.externalName", name, &msg));
+            }
+        }
+    }
+    let ports = spec.get("ports").and_then(Value::as_array);
+    if ports.is_none_or(Vec::is_empty) && ty != "ExternalName" && !headless {
+        out.push(err::required("spec.ports", ""));
+    }
+    let ports = ports.map(Vec::as_slice).unwrap_or_default();
+    let mut port_names: Vec<&str> = Vec::new();
+    for (i, p) in ports.iter().enumerate() {
+        let pp = format!("spec.ports[{i}]");
+        let name = str_at(p, "/name");
+        if ports.len() > 1 && name.is_empty() {
+            out.push(err::required(&format!("{pp}.name"), ""));
+        } else if !name.is_empty() {
+            for msg in names::dns1123_label_errors(name) {
+                out.push(err::invalid_str(&format!("{pp}.name"), name, &msg));
+            }
+            if port_names.contains(&name) {
+                out.push(err::duplicate(&format!("{pp}.name"), &Value::String(name.into())));
+            }
+        }
+        port_names.push(name);
+        port_number(p.get("port").unwrap_or(&json_zero()), &format!("{pp}.port"), out);
+        one_of(p, "/protocol", &format!("{pp}.protocol"), PROTOCOLS, out);
+        match p.get("targetPort") {
+            Some(Value::String(s)) => {
+                for msg in names::port_name_errors(s) {
+                    out.push(err::invalid_str(&format!("{pp}.targetPort"), s, &msg));
+                }
+            }
+            Some(v @ Value::Number(_)) => port_number(v, &format!("{pp}.targetPort"), out),
+            _ => {}
+        }
+        if let Some(np) = p.get("nodePort").filter(|n| n.as_i64().unwrap_or(0) != 0) {
+            if ty == "ClusterIP" || ty == "ExternalName" {
+                out.push(err::forbidden(&format!("{pp}.nodePort"), &format!("may not be used when `type` is '{ty}'")));
+            } else {
+                port_number(np, &format!("{pp}.nodePort"), out);
+            }
+        }
+    }
+    if let Some(sel) = spec.get("selector") {
+        validate_labels(sel, "spec.selector", out);
+    }
+}
+
+fn json_zero() -> Value {
+    Value::from(0)
+}
+
+/// `clusterIP`/`clusterIPs` may not change once set (except when moving to or from ExternalName).
+fn service_update(obj: &Value, old: &Value, out: &mut Vec<Cause>) {
+    let ty = |v: &Value| v.pointer("/spec/type").and_then(Value::as_str).unwrap_or("ClusterIP").to_string();
+    if ty(obj) == "ExternalName" || ty(old) == "ExternalName" {
+        return;
+    }
+    let old_ip = str_at(old, "/spec/clusterIP");
+    let new_ip = str_at(obj, "/spec/clusterIP");
+    if !old_ip.is_empty() && new_ip != old_ip {
+        out.push(err::invalid_str("spec.clusterIP", new_ip, "field is immutable"));
+    }
+    let old_ips = old.pointer("/spec/clusterIPs").and_then(Value::as_array);
+    let new_ips = obj.pointer("/spec/clusterIPs").and_then(Value::as_array);
+    if let Some(old_ips) = old_ips.filter(|a| !a.is_empty())
+        && new_ips.and_then(|a| a.first()) != old_ips.first()
+    {
+        let shown: Vec<String> = new_ips.into_iter().flatten().map(go_repr).collect();
+        out.push(err::invalid(
+            "spec.clusterIPs[0]",
+            &format!("[]string{{{}}}", shown.join(", ")),
+            "may not change once set",
+        ));
+    }
+}
+
+/// Keys of `data`/`binaryData` (and `stringData` for Secrets) and the `immutable` flag.
+fn data_keys(obj: &Value, fields: &[&str], out: &mut Vec<Cause>) -> usize {
+    let mut size = 0;
+    let mut seen: Vec<&str> = Vec::new();
+    for field in fields {
+        for (k, v) in obj.get(*field).and_then(Value::as_object).into_iter().flatten() {
+            let path = format!("{field}[{k}]");
+            for msg in names::config_map_key_errors(k) {
+                out.push(err::invalid_str(&path, k, &msg));
+            }
+            if *field != "stringData" && seen.contains(&k.as_str()) {
+                out.push(err::invalid_str(&path, k, "duplicate of key present in data"));
+            }
+            seen.push(k);
+            size += k.len() + v.as_str().map_or(0, str::len);
+        }
+    }
+    size
+}
+
+fn immutable_data(obj: &Value, old: Option<&Value>, fields: &[&str], out: &mut Vec<Cause>) {
+    let Some(old) = old else { return };
+    if old.get("immutable").and_then(Value::as_bool) != Some(true) {
+        return;
+    }
+    if obj.get("immutable").and_then(Value::as_bool) != Some(true) {
+        out.push(err::forbidden("immutable", "field is immutable when `immutable` is set"));
+    }
+    for field in fields {
+        let empty = |v: Option<&Value>| v.is_none_or(|v| v.is_null() || v.as_object().is_some_and(Map::is_empty));
+        let (n, o) = (obj.get(*field), old.get(*field));
+        if !(empty(n) && empty(o)) && n != o {
+            out.push(err::forbidden(field, "field is immutable when `immutable` is set"));
+        }
+    }
+}
+
+fn config_map(obj: &Value, old: Option<&Value>, out: &mut Vec<Cause>) {
+    let size = data_keys(obj, &["data", "binaryData"], out);
+    if size > 1024 * 1024 {
+        out.push(err::too_long("", 1024 * 1024));
+    }
+    immutable_data(obj, old, &["data", "binaryData"], out);
+}
+
+fn secret(obj: &Value, old: Option<&Value>, out: &mut Vec<Cause>) {
+    data_keys(obj, &["data", "stringData"], out);
+    let ty = str_at(obj, "/type");
+    let has = |k: &str| {
+        ["data", "stringData"].iter().any(|f| obj.get(*f).and_then(Value::as_object).is_some_and(|m| m.contains_key(k)))
+    };
+    let required: &[&str] = match ty {
+        "kubernetes.io/tls" => &["tls.crt", "tls.key"],
+        "kubernetes.io/dockerconfigjson" => &[".dockerconfigjson"],
+        "kubernetes.io/dockercfg" => &[".dockercfg"],
+        "kubernetes.io/ssh-auth" => &["ssh-privatekey"],
+        _ => &[],
+    };
+    for k in required {
+        if !has(k) {
+            out.push(err::required(&format!("data[{k}]"), ""));
+        }
+    }
+    if ty == "kubernetes.io/service-account-token"
+        && str_at(obj, "/metadata/annotations/kubernetes.io~1service-account.name").is_empty()
+    {
+        out.push(err::required("metadata.annotations[kubernetes.io/service-account.name]", ""));
+    }
+    if let Some(old) = old {
+        let old_ty = str_at(old, "/type");
+        if old_ty != ty {
+            out.push(err::invalid_str("type", ty, "field is immutable"));
+        }
+    }
+    immutable_data(obj, old, &["data"], out);
+}
+
+fn namespace(obj: &Value, out: &mut Vec<Cause>) {
+    for (i, f) in obj.pointer("/spec/finalizers").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        let f = f.as_str().unwrap_or_default();
+        let path = format!("spec.finalizers[{i}]");
+        for msg in names::qualified_name_errors(f) {
+            out.push(err::invalid_str(&path, f, &msg));
+        }
+        if !f.contains('/') && f != "kubernetes" {
+            out.push(err::invalid_str(&path, f, "name is neither a standard finalizer name nor is it fully qualified"));
+        }
+    }
+}
+
+fn lease(obj: &Value, out: &mut Vec<Cause>) {
+    if let Some(n) = int_at(obj, "/spec/leaseDurationSeconds")
+        && n <= 0
+    {
+        out.push(err::invalid("spec.leaseDurationSeconds", &n.to_string(), "must be greater than 0"));
+    }
+    non_negative(obj, "/spec/leaseTransitions", "spec.leaseTransitions", out);
+}
+
+/// events.k8s.io/v1 requires the new-style fields.
+fn event_v1(obj: &Value, out: &mut Vec<Cause>) {
+    for (field, ptr) in [
+        ("eventTime", "/eventTime"),
+        ("reportingController", "/reportingController"),
+        ("reportingInstance", "/reportingInstance"),
+        ("action", "/action"),
+        ("reason", "/reason"),
+    ] {
+        if obj.pointer(ptr).is_none_or(|v| v.is_null() || v.as_str() == Some("")) {
+            out.push(err::required(field, ""));
+        }
+    }
+    one_of(obj, "/type", "type", &["Normal", "Warning"], out);
+    if str_at(obj, "/note").len() > 1024 {
+        out.push(err::too_long("note", 1024));
+    }
+}
+
+fn event_core(obj: &Value, out: &mut Vec<Cause>) {
+    let ns = str_at(obj, "/metadata/namespace");
+    let involved = str_at(obj, "/involvedObject/namespace");
+    if !involved.is_empty() && involved != ns {
+        out.push(err::invalid_str("involvedObject.namespace", involved, "does not match event.namespace"));
+    }
+}
+
+fn crd_update(obj: &Value, old: &Value, out: &mut Vec<Cause>) {
+    let established = old.pointer("/status/conditions").and_then(Value::as_array).into_iter().flatten().any(|c| {
+        c.get("type").and_then(Value::as_str) == Some("Established")
+            && c.get("status").and_then(Value::as_str) == Some("True")
+    });
+    let mut fields = vec![("/spec/group", "spec.group"), ("/spec/names/plural", "spec.names.plural")];
+    if established {
+        fields.push(("/spec/scope", "spec.scope"));
+        fields.push(("/spec/names/kind", "spec.names.kind"));
+    }
+    for (ptr, path) in fields {
+        let new = obj.pointer(ptr).cloned().unwrap_or(Value::Null);
+        if old.pointer(ptr).cloned().unwrap_or(Value::Null) != new {
+            out.push(err::immutable(path, &new));
+        }
+    }
+}
 
 fn selector_update(obj: &Value, old: Option<&Value>, out: &mut Vec<Cause>) {
     let Some(old) = old else { return };
@@ -315,5 +898,163 @@ mod tests {
         assert_eq!(new["spec"]["clusterIP"], "10.96.0.5");
         assert_eq!(new["spec"]["clusterIPs"], json!(["10.96.0.5"]));
         assert_eq!(new["spec"]["ports"][0]["nodePort"], 30080);
+    }
+
+    fn deploy() -> Value {
+        let mut d = json!({"metadata": {"name": "web", "namespace": "default"}, "spec": {
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [
+                {"name": "app", "image": "nginx", "ports": [{"containerPort": 80, "name": "http"}]}]}}}});
+        crate::builtin::default_object(&rt("apps", "Deployment"), &mut d);
+        d
+    }
+
+    #[test]
+    fn a_defaulted_deployment_is_valid() {
+        assert_eq!(validate(&rt("apps", "Deployment"), &deploy(), None), vec![]);
+    }
+
+    #[test]
+    fn deployment_spec_rules() {
+        let t = rt("apps", "Deployment");
+        let mut d = deploy();
+        d["spec"].as_object_mut().unwrap().remove("selector");
+        assert_eq!(fields(&validate(&t, &d, None)), vec!["spec.selector"]);
+        assert_eq!(validate(&t, &d, None)[0].message, "Required value");
+
+        let mut d = deploy();
+        d["spec"]["template"]["metadata"]["labels"] = json!({"app": "other"});
+        let c = validate(&t, &d, None);
+        assert_eq!(fields(&c), vec!["spec.template.metadata.labels"]);
+        assert_eq!(
+            c[0].message,
+            "Invalid value: map[string]string{\"app\":\"other\"}: `selector` does not match template `labels`"
+        );
+
+        let mut d = deploy();
+        d["spec"]["template"]["spec"]["containers"][0].as_object_mut().unwrap().remove("image");
+        d["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] = json!(70000);
+        d["spec"]["replicas"] = json!(-1);
+        let c = validate(&t, &d, None);
+        assert_eq!(
+            fields(&c),
+            vec![
+                "spec.replicas",
+                "spec.template.spec.containers[0].image",
+                "spec.template.spec.containers[0].ports[0].containerPort"
+            ]
+        );
+        assert_eq!(c[2].message, "Invalid value: 70000: must be between 1 and 65535, inclusive");
+
+        let mut d = deploy();
+        d["spec"]["template"]["spec"]["containers"] = json!([]);
+        d["spec"]["strategy"]["type"] = json!("Sideways");
+        let c = validate(&t, &d, None);
+        assert!(fields(&c).contains(&"spec.template.spec.containers"));
+        let st = c.iter().find(|c| c.field == "spec.strategy.type").unwrap();
+        assert_eq!(st.message, "Unsupported value: \"Sideways\": supported values: \"Recreate\", \"RollingUpdate\"");
+    }
+
+    #[test]
+    fn deployment_selector_is_immutable() {
+        let t = rt("apps", "Deployment");
+        let old = deploy();
+        let mut new = deploy();
+        new["spec"]["selector"]["matchLabels"]["tier"] = json!("x");
+        new["spec"]["template"]["metadata"]["labels"]["tier"] = json!("x");
+        let c = validate(&t, &new, Some(&old));
+        assert_eq!(fields(&c), vec!["spec.selector"]);
+        assert!(c[0].message.ends_with("field is immutable"));
+        let mut scaled = deploy();
+        scaled["spec"]["replicas"] = json!(5);
+        assert!(validate(&t, &scaled, Some(&old)).is_empty());
+    }
+
+    #[test]
+    fn pod_rules() {
+        let t = rt("", "Pod");
+        let mut p = json!({"metadata": {"name": "p", "namespace": "d"}, "spec": {"containers": [
+            {"name": "a", "image": "x"}, {"name": "a", "image": "y", "volumeMounts": [{"name": "data", "mountPath": "/d"}]}]}});
+        crate::builtin::default_object(&t, &mut p);
+        let c = validate(&t, &p, None);
+        assert_eq!(fields(&c), vec!["spec.containers[1].name", "spec.containers[1].volumeMounts[0].name"]);
+        assert_eq!(c[0].message, "Duplicate value: \"a\"");
+        assert_eq!(c[1].message, "Not found: \"data\"");
+
+        let mut old =
+            json!({"metadata": {"name": "p", "namespace": "d"}, "spec": {"containers": [{"name": "a", "image": "x"}]}});
+        crate::builtin::default_object(&t, &mut old);
+        let mut image = old.clone();
+        image["spec"]["containers"][0]["image"] = json!("x:2");
+        image["spec"]["nodeName"] = json!("node-1");
+        assert!(validate(&t, &image, Some(&old)).is_empty(), "image changes and binding are allowed");
+        let mut env = old.clone();
+        env["spec"]["containers"][0]["env"] = json!([{"name": "A", "value": "1"}]);
+        assert_eq!(fields(&validate(&t, &env, Some(&old))), vec!["spec"]);
+    }
+
+    #[test]
+    fn service_rules() {
+        let t = rt("", "Service");
+        let svc = |spec: Value| {
+            let mut s = json!({"metadata": {"name": "web", "namespace": "d"}, "spec": spec});
+            crate::builtin::default_object(&t, &mut s);
+            s
+        };
+        assert!(validate(&t, &svc(json!({"ports": [{"port": 80}]})), None).is_empty());
+        assert_eq!(fields(&validate(&t, &svc(json!({"selector": {"a": "b"}})), None)), vec!["spec.ports"]);
+        let c = validate(&t, &svc(json!({"ports": [{"port": 80}, {"port": 0, "name": "b"}]})), None);
+        assert_eq!(fields(&c), vec!["spec.ports[0].name", "spec.ports[1].port", "spec.ports[1].targetPort"]);
+        let c = validate(&t, &svc(json!({"ports": [{"port": 80, "nodePort": 30001}]})), None);
+        assert_eq!(c[0].message, "Forbidden: may not be used when `type` is 'ClusterIP'");
+        assert!(validate(&t, &svc(json!({"clusterIP": "None"})), None).is_empty(), "headless needs no ports");
+
+        let old = svc(json!({"clusterIP": "10.96.0.9", "ports": [{"port": 80}]}));
+        let new = svc(json!({"clusterIP": "10.96.0.10", "ports": [{"port": 80}]}));
+        let c = validate(&t, &new, Some(&old));
+        assert_eq!(fields(&c), vec!["spec.clusterIP", "spec.clusterIPs[0]"]);
+        assert_eq!(c[1].message, "Invalid value: []string{\"10.96.0.10\"}: may not change once set");
+        let mut omitted = svc(json!({"ports": [{"port": 81}]}));
+        crate::builtin::prepare_for_update(&t, &mut omitted, &old);
+        assert!(validate(&t, &omitted, Some(&old)).is_empty(), "an update without clusterIP keeps it");
+    }
+
+    #[test]
+    fn config_map_and_secret_rules() {
+        let cm = rt("", "ConfigMap");
+        let obj = json!({"metadata": {"name": "c", "namespace": "d"}, "data": {"bad key": "v", "ok": "v"}, "binaryData": {"ok": ""}});
+        let c = validate(&cm, &obj, None);
+        assert_eq!(fields(&c), vec!["data[bad key]", "binaryData[ok]"]);
+        let old = json!({"metadata": {"name": "c", "namespace": "d"}, "immutable": true, "data": {"a": "1"}});
+        let new = json!({"metadata": {"name": "c", "namespace": "d"}, "immutable": true, "data": {"a": "2"}});
+        assert_eq!(fields(&validate(&cm, &new, Some(&old))), vec!["data"]);
+
+        let sec = rt("", "Secret");
+        let tls =
+            json!({"metadata": {"name": "s", "namespace": "d"}, "type": "kubernetes.io/tls", "data": {"tls.crt": ""}});
+        assert_eq!(fields(&validate(&sec, &tls, None)), vec!["data[tls.key]"]);
+        let old = json!({"metadata": {"name": "s", "namespace": "d"}, "type": "Opaque"});
+        let new = json!({"metadata": {"name": "s", "namespace": "d"}, "type": "other"});
+        assert_eq!(fields(&validate(&sec, &new, Some(&old))), vec!["type"]);
+    }
+
+    #[test]
+    fn lease_event_and_crd_rules() {
+        let lease = rt("coordination.k8s.io", "Lease");
+        let l = json!({"metadata": {"name": "l", "namespace": "d"}, "spec": {"leaseDurationSeconds": 0}});
+        assert_eq!(fields(&validate(&lease, &l, None)), vec!["spec.leaseDurationSeconds"]);
+        let ev = rt("events.k8s.io", "Event");
+        let e = json!({"metadata": {"name": "e", "namespace": "d"}, "eventTime": "2026-01-01T00:00:00.000000Z",
+            "reportingController": "c", "reportingInstance": "i", "action": "Reconcile", "reason": "Ok", "type": "Normal"});
+        assert!(validate(&ev, &e, None).is_empty());
+        let mut bad = e.clone();
+        bad.as_object_mut().unwrap().remove("action");
+        assert_eq!(fields(&validate(&ev, &bad, None)), vec!["action"]);
+        let crd = rt("apiextensions.k8s.io", "CustomResourceDefinition");
+        let old = json!({"metadata": {"name": "xs.example.com"}, "spec": {"group": "example.com", "names": {"plural": "xs"}}});
+        let new =
+            json!({"metadata": {"name": "xs.example.com"}, "spec": {"group": "other.com", "names": {"plural": "xs"}}});
+        let c = validate(&crd, &new, Some(&old));
+        assert!(fields(&c).contains(&"spec.group"), "{c:?}");
     }
 }
