@@ -3,5 +3,8 @@
 pub mod contract;
 pub mod crd;
 pub mod desired;
+pub mod drift;
 pub mod image;
+pub mod ownership;
 pub mod profile;
+pub mod status;

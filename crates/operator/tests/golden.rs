@@ -5,6 +5,7 @@ mod support;
 use microservice_operator::contract::validate;
 use microservice_operator::crd::Microservice;
 use microservice_operator::desired::{desired_deployment, desired_service};
+use microservice_operator::image::ImageReference;
 use microservice_operator::profile::PlatformProfile;
 use proptest::prelude::*;
 
@@ -82,7 +83,7 @@ proptest! {
     fn selectors_never_depend_on_the_image(image in pinned_image(), other in pinned_image()) {
         let baseline = support::sample_microservice();
         let profile_for = |image: &str| PlatformProfile {
-            allowed_repositories: vec![microservice_operator::image::ImageReference::parse(image).unwrap().repository()],
+            allowed_repositories: vec![ImageReference::parse(image).unwrap().repository()],
             ..PlatformProfile::default()
         };
         let (base_deployment, base_service) = children(&baseline, &PlatformProfile::default());
@@ -97,7 +98,8 @@ proptest! {
             let keys: Vec<&String> = selector["matchLabels"].as_object().unwrap().keys().collect();
             prop_assert_eq!(keys, ["app.kubernetes.io/instance", "app.kubernetes.io/name"]);
             prop_assert!(selector["matchExpressions"].is_null());
-            prop_assert_eq!(&deployment["spec"]["template"]["spec"]["containers"][0]["image"], &serde_json::json!(image));
+            let container_image = &deployment["spec"]["template"]["spec"]["containers"][0]["image"];
+            prop_assert_eq!(container_image, &serde_json::json!(image));
         }
     }
 }

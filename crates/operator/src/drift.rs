@@ -1,0 +1,365 @@
+//! Does the live object still carry everything the operator wants? A semantic-subset comparison: every field the
+//! desired object sets must be present and equal in the live one; fields only the live object has (server
+//! defaults, other managers' fields, status) are ignored. An empty answer means "converged: send no write".
+//!
+//! Lists of objects that Kubernetes merges by key are compared item by item under that key (containers, env and
+//! volumes by name, container ports by containerPort and protocol, Service ports by port and protocol, owner
+//! references by uid); all other lists are compared position by position, so their length and order count.
+//! Known limit: a field the operator used to set and no longer desires is not reported (server-side apply
+//! removes it on the next apply caused by any other change).
+
+use serde_json::Value;
+
+/// Paths (like `spec.template.spec.containers[name=app].env[name=OTEL_SERVICE_NAME].value`) of managed fields
+/// whose live value differs from the desired one.
+pub fn differs(desired: &Value, live: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    compare("", desired, live, &mut out);
+    out
+}
+
+fn compare(path: &str, desired: &Value, live: &Value, out: &mut Vec<String>) {
+    match (desired, live) {
+        // An explicit null sets nothing.
+        (Value::Null, _) => {}
+        (Value::Object(want), Value::Object(have)) => {
+            for (key, value) in want {
+                let child = join(path, key);
+                match have.get(key) {
+                    Some(found) => compare(&child, value, found, out),
+                    None if value.is_null() => {}
+                    None => out.push(child),
+                }
+            }
+        }
+        (Value::Array(want), Value::Array(have)) => match merge_key(path, want) {
+            Some(key) => compare_keyed(path, key, want, have, out),
+            None if want.len() != have.len() => out.push(path.to_string()),
+            None => {
+                for (index, (w, h)) in want.iter().zip(have).enumerate() {
+                    compare(&format!("{path}[{index}]"), w, h, out);
+                }
+            }
+        },
+        (Value::String(want), Value::String(have)) if is_quantity_path(path) => {
+            if !quantities_equal(want, have) {
+                out.push(path.to_string());
+            }
+        }
+        (Value::Number(want), Value::Number(have)) => {
+            if want.as_f64() != have.as_f64() {
+                out.push(path.to_string());
+            }
+        }
+        (want, have) => {
+            if want != have {
+                out.push(path.to_string());
+            }
+        }
+    }
+}
+
+/// The fields that identify an item of a list Kubernetes merges by key.
+#[derive(Clone, Copy)]
+enum MergeKey {
+    Name,
+    MountPath,
+    Uid,
+    /// Container ports: containerPort + protocol (TCP when absent).
+    ContainerPort,
+    /// Service ports: port + protocol (TCP when absent).
+    ServicePort,
+}
+
+fn merge_key(path: &str, items: &[Value]) -> Option<MergeKey> {
+    let field = path.rsplit('.').next().unwrap_or(path);
+    let field = field.split('[').next().unwrap_or(field);
+    let all_have = |key: &str| items.iter().all(|item| item.get(key).is_some());
+    match field {
+        "containers" | "initContainers" | "ephemeralContainers" | "env" | "volumes" | "imagePullSecrets" => {
+            all_have("name").then_some(MergeKey::Name)
+        }
+        "volumeMounts" => all_have("mountPath").then_some(MergeKey::MountPath),
+        "ownerReferences" => all_have("uid").then_some(MergeKey::Uid),
+        "ports" if all_have("containerPort") => Some(MergeKey::ContainerPort),
+        "ports" if all_have("port") => Some(MergeKey::ServicePort),
+        _ => None,
+    }
+}
+
+fn key_of(key: MergeKey, item: &Value) -> Option<String> {
+    let text = |field: &str| item.get(field).map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string));
+    let protocol = || text("protocol").unwrap_or_else(|| "TCP".to_string());
+    match key {
+        MergeKey::Name => text("name").map(|n| format!("name={n}")),
+        MergeKey::MountPath => text("mountPath").map(|p| format!("mountPath={p}")),
+        MergeKey::Uid => text("uid").map(|u| format!("uid={u}")),
+        MergeKey::ContainerPort => text("containerPort").map(|p| format!("containerPort={p}/{}", protocol())),
+        MergeKey::ServicePort => text("port").map(|p| format!("port={p}/{}", protocol())),
+    }
+}
+
+fn compare_keyed(path: &str, key: MergeKey, want: &[Value], have: &[Value], out: &mut Vec<String>) {
+    let live: Vec<(Option<String>, &Value)> = have.iter().map(|item| (key_of(key, item), item)).collect();
+    let mut positions = Vec::new();
+    for item in want {
+        let Some(id) = key_of(key, item) else {
+            out.push(path.to_string());
+            continue;
+        };
+        let child = format!("{path}[{id}]");
+        match live.iter().position(|(k, _)| k.as_deref() == Some(id.as_str())) {
+            Some(index) => {
+                positions.push(index);
+                compare(&child, item, live[index].1, out);
+            }
+            None => out.push(child),
+        }
+    }
+    // Env order matters: `$(VAR)` expands only variables defined earlier in the list.
+    if path.ends_with("env") && positions.windows(2).any(|w| w[0] > w[1]) {
+        out.push(format!("{path} (order)"));
+    }
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() { key.to_string() } else { format!("{path}.{key}") }
+}
+
+/// Resource quantities the server may rewrite into canonical form (`0.5` → `500m`).
+fn is_quantity_path(path: &str) -> bool {
+    path.contains("resources.limits.") || path.contains("resources.requests.")
+}
+
+fn quantities_equal(a: &str, b: &str) -> bool {
+    a == b
+        || match (parse_quantity(a), parse_quantity(b)) {
+            (Some(x), Some(y)) => (x - y).abs() <= 1e-9 * x.abs().max(y.abs()),
+            _ => false,
+        }
+}
+
+/// A Kubernetes quantity as a number: decimal with an optional SI, binary or exponent suffix.
+fn parse_quantity(text: &str) -> Option<f64> {
+    let split = text.find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '+' | '-'))).unwrap_or(text.len());
+    let (number, suffix) = text.split_at(split);
+    let value: f64 = number.parse().ok()?;
+    let factor = match suffix {
+        "" => 1.0,
+        "n" => 1e-9,
+        "u" => 1e-6,
+        "m" => 1e-3,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "P" => 1e15,
+        "E" => 1e18,
+        "Ki" => 1024f64,
+        "Mi" => 1024f64.powi(2),
+        "Gi" => 1024f64.powi(3),
+        "Ti" => 1024f64.powi(4),
+        "Pi" => 1024f64.powi(5),
+        "Ei" => 1024f64.powi(6),
+        exponent => 10f64.powi(exponent.strip_prefix(['e', 'E'])?.parse().ok()?),
+    };
+    Some(value * factor)
+}
+
+/// Convenience for typed objects.
+pub fn differs_typed<T: serde::Serialize>(desired: &T, live: &T) -> Result<Vec<String>, serde_json::Error> {
+    Ok(differs(&serde_json::to_value(desired)?, &serde_json::to_value(live)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::contract::validate;
+    use crate::crd::{Microservice, MicroserviceSpec};
+    use crate::desired::{desired_deployment, desired_service};
+    use crate::profile::PlatformProfile;
+
+    fn desired() -> (Value, Value) {
+        let spec = MicroserviceSpec { image: "ghcr.io/example/todo-api:1.4.2".into(), port: 8080, replicas: Some(2) };
+        let mut ms = Microservice::new("todo-api", spec);
+        ms.metadata.namespace = Some("todo".into());
+        ms.metadata.uid = Some("u-1".into());
+        ms.metadata.generation = Some(1);
+        let profile = PlatformProfile::default();
+        let contract = validate(&ms.spec, &profile).unwrap();
+        (
+            serde_json::to_value(desired_deployment(&ms, &contract, &profile).unwrap()).unwrap(),
+            serde_json::to_value(desired_service(&ms, &profile).unwrap()).unwrap(),
+        )
+    }
+
+    /// What a kube-apiserver stores for the desired Deployment: defaults, server metadata, other owners, status.
+    fn server_defaulted_deployment(desired: &Value) -> Value {
+        let mut live = desired.clone();
+        let meta = live["metadata"].as_object_mut().unwrap();
+        meta.insert("uid".into(), json!("d-1"));
+        meta.insert("resourceVersion".into(), json!("42"));
+        meta.insert("generation".into(), json!(1));
+        meta.insert("creationTimestamp".into(), json!("2026-12-02T16:00:00Z"));
+        meta.insert("managedFields".into(), json!([{"manager": "microservice-operator", "operation": "Apply"}]));
+        meta["annotations"]["deployment.kubernetes.io/revision"] = json!("1");
+        meta["ownerReferences"]
+            .as_array_mut()
+            .unwrap()
+            .insert(0, json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "other"}));
+        let pod = live["spec"]["template"]["spec"].as_object_mut().unwrap();
+        pod.insert("restartPolicy".into(), json!("Always"));
+        pod.insert("dnsPolicy".into(), json!("ClusterFirst"));
+        pod.insert("schedulerName".into(), json!("default-scheduler"));
+        pod.insert("terminationGracePeriodSeconds".into(), json!(30));
+        let container = &mut live["spec"]["template"]["spec"]["containers"][0];
+        container["terminationMessagePath"] = json!("/dev/termination-log");
+        container["terminationMessagePolicy"] = json!("File");
+        // The server may list map-keyed items in another order and canonicalize quantities.
+        container["resources"]["limits"]["cpu"] = json!("0.5");
+        container["resources"]["requests"]["memory"] = json!("134217728");
+        live["spec"]["template"]["metadata"]["creationTimestamp"] = Value::Null;
+        live["status"] = json!({"observedGeneration": 1, "replicas": 2, "readyReplicas": 2});
+        live
+    }
+
+    #[test]
+    fn a_server_defaulted_copy_has_converged() {
+        let (deployment, service) = desired();
+        assert_eq!(differs(&deployment, &server_defaulted_deployment(&deployment)), Vec::<String>::new());
+        let mut live_service = service.clone();
+        live_service["spec"]["clusterIP"] = json!("10.96.0.12");
+        live_service["spec"]["clusterIPs"] = json!(["10.96.0.12"]);
+        live_service["spec"]["sessionAffinity"] = json!("None");
+        live_service["spec"]["ipFamilies"] = json!(["IPv4"]);
+        live_service["spec"]["ports"][0].as_object_mut().unwrap().remove("protocol");
+        live_service["metadata"]["labels"]["team"] = json!("x");
+        let diff = differs(&service, &live_service);
+        assert_eq!(diff, ["spec.ports[port=80/TCP].protocol"], "a dropped managed field is reported");
+        live_service["spec"]["ports"][0]["protocol"] = json!("TCP");
+        assert!(differs(&service, &live_service).is_empty());
+    }
+
+    #[test]
+    fn hand_edits_of_managed_fields_are_reported_by_path() {
+        let (deployment, _) = desired();
+        let base = server_defaulted_deployment(&deployment);
+        type Edit = fn(&mut Value);
+        let cases: Vec<(&str, Edit, &str)> = vec![
+            ("replicas", |l| l["spec"]["replicas"] = json!(5), "spec.replicas"),
+            (
+                "env value",
+                |l| l["spec"]["template"]["spec"]["containers"][0]["env"][2]["value"] = json!("other"),
+                "spec.template.spec.containers[name=app].env[name=OTEL_SERVICE_NAME].value",
+            ),
+            (
+                "env removed",
+                |l| {
+                    l["spec"]["template"]["spec"]["containers"][0]["env"].as_array_mut().unwrap().remove(3);
+                },
+                "spec.template.spec.containers[name=app].env[name=OTEL_EXPORTER_OTLP_ENDPOINT]",
+            ),
+            (
+                "probe path",
+                |l| l["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["httpGet"]["path"] = json!("/"),
+                "spec.template.spec.containers[name=app].readinessProbe.httpGet.path",
+            ),
+            (
+                "probe removed",
+                |l| {
+                    l["spec"]["template"]["spec"]["containers"][0].as_object_mut().unwrap().remove("livenessProbe");
+                },
+                "spec.template.spec.containers[name=app].livenessProbe",
+            ),
+            (
+                "port changed",
+                |l| l["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] = json!(9999),
+                "spec.template.spec.containers[name=app].ports[containerPort=8080/TCP]",
+            ),
+            (
+                "capability list",
+                |l| {
+                    l["spec"]["template"]["spec"]["containers"][0]["securityContext"]["capabilities"]["drop"] =
+                        json!(["ALL", "NET_RAW"])
+                },
+                "spec.template.spec.containers[name=app].securityContext.capabilities.drop",
+            ),
+            (
+                "label",
+                |l| l["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/version"] = json!("9"),
+                "spec.template.metadata.labels.app.kubernetes.io/version",
+            ),
+            (
+                "cpu limit",
+                |l| l["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"] = json!("1"),
+                "spec.template.spec.containers[name=app].resources.limits.cpu",
+            ),
+            (
+                "owner gone",
+                |l| {
+                    l["metadata"]["ownerReferences"].as_array_mut().unwrap().remove(1);
+                },
+                "metadata.ownerReferences[uid=u-1]",
+            ),
+            (
+                "generation annotation",
+                |l| l["metadata"]["annotations"]["platform.example.com/generation"] = json!("0"),
+                "metadata.annotations.platform.example.com/generation",
+            ),
+            (
+                "env reordered",
+                |l| {
+                    let env = l["spec"]["template"]["spec"]["containers"][0]["env"].as_array_mut().unwrap();
+                    let first = env.remove(0);
+                    env.push(first);
+                },
+                "spec.template.spec.containers[name=app].env (order)",
+            ),
+            (
+                "type changed",
+                |l| l["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] = json!("0"),
+                "spec.strategy.rollingUpdate.maxUnavailable",
+            ),
+        ];
+        for (name, edit, path) in cases {
+            let mut live = base.clone();
+            edit(&mut live);
+            assert_eq!(differs(&deployment, &live), [path], "{name}");
+        }
+    }
+
+    #[test]
+    fn extra_live_items_in_keyed_lists_are_not_drift() {
+        let (deployment, _) = desired();
+        let mut live = server_defaulted_deployment(&deployment);
+        let container = &mut live["spec"]["template"]["spec"]["containers"][0];
+        container["env"].as_array_mut().unwrap().push(json!({"name": "DEBUG", "value": "1"}));
+        live["spec"]["template"]["spec"]["containers"].as_array_mut().unwrap().insert(0, json!({"name": "sidecar"}));
+        assert!(differs(&deployment, &live).is_empty());
+    }
+
+    #[test]
+    fn a_missing_object_or_wrong_shape_differs_at_the_top() {
+        assert_eq!(differs(&json!({"spec": {"a": 1}}), &json!({})), ["spec"]);
+        assert_eq!(
+            differs(&json!({"spec": {"a": [1, 2]}}), &json!({"spec": {"a": [2, 1]}})),
+            ["spec.a[0]", "spec.a[1]"]
+        );
+        assert_eq!(differs(&json!({"spec": {"a": [1]}}), &json!({"spec": {"a": [1, 2]}})), ["spec.a"]);
+        assert_eq!(differs(&json!({"a": {"b": 1}}), &json!({"a": "x"})), ["a"]);
+        assert!(differs(&json!({"a": null}), &json!({})).is_empty());
+        assert!(differs(&json!({"a": 1}), &json!({"a": 1.0})).is_empty());
+    }
+
+    #[test]
+    fn quantities_compare_by_value() {
+        for (a, b) in [("500m", "0.5"), ("128Mi", "134217728"), ("1", "1000m"), ("1k", "1e3"), ("1Gi", "1024Mi")] {
+            assert!(quantities_equal(a, b), "{a} = {b}");
+        }
+        for (a, b) in [("500m", "5"), ("128Mi", "128M"), ("1", "x")] {
+            assert!(!quantities_equal(a, b), "{a} != {b}");
+        }
+    }
+}
