@@ -12,8 +12,10 @@
 //! - [`managed`]: managedFields entries and the bookkeeping of Update operations.
 //! - [`apply`]: server-side apply.
 
+pub mod apply;
+pub mod fields;
 pub mod json;
-
+pub mod managed;
 pub mod merge;
 pub mod schema_info;
 pub mod strategic;

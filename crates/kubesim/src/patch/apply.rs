@@ -1,0 +1,748 @@
+//! Server-side apply: the applied configuration is merged into the live object by the type's list and map
+//! semantics, the applier owns exactly what it applied, a different value on a field another manager owns is a
+//! conflict unless forced, and fields the applier applied last time but no longer does are removed when no
+//! other manager owns them.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use super::fields::{FieldSet, Path, applied_set, changes, list_elements, path_string};
+use super::managed::{Entry, Operation, decode, owned_view, store};
+use super::schema_info::{ListType, Node};
+use crate::error::{ApiError, ApiResult, Cause};
+use crate::resources::ResourceType;
+
+/// One apply request (`PATCH` with `application/apply-patch+yaml`, the body decoded to JSON).
+#[derive(Debug, Clone, Copy)]
+pub struct ApplyRequest<'a> {
+    pub rt: &'a ResourceType,
+    /// The stored object; None when the apply creates it.
+    pub live: Option<&'a Value>,
+    pub applied: &'a Value,
+    pub manager: &'a str,
+    pub force: bool,
+    /// `Some("status")` for an apply to /status.
+    pub subresource: Option<&'a str>,
+    /// The time recorded in the applier's managedFields entry (RFC 3339).
+    pub now: &'a str,
+}
+
+/// Returns the new object with `metadata.managedFields` updated. Identity metadata (uid, resourceVersion,
+/// creationTimestamp, generation) is the live object's, or absent on create: the caller sets it.
+pub fn server_side_apply(req: ApplyRequest) -> ApiResult<Value> {
+    let rt = req.rt;
+    if req.manager.is_empty() {
+        // Upstream validates PatchOptions before anything else, and answers 422.
+        return Err(ApiError::invalid(
+            "PatchOptions",
+            "meta.k8s.io",
+            "",
+            vec![Cause::new("FieldValueRequired", "Required value: is required for apply patch", "fieldManager")],
+        ));
+    }
+    let Value::Object(applied) = req.applied else {
+        return Err(ApiError::bad_request("error decoding YAML: the applied configuration must be an object"));
+    };
+    check_type(rt, applied)?;
+    let meta = applied.get("metadata").and_then(Value::as_object);
+    if meta.and_then(|m| m.get("managedFields")).is_some_and(|v| !v.is_null()) {
+        return Err(ApiError::bad_request("metadata.managedFields must be nil"));
+    }
+    if let Some(rv) = meta.and_then(|m| m.get("resourceVersion")).and_then(Value::as_str).filter(|rv| !rv.is_empty()) {
+        let live_rv = req.live.and_then(|l| l.pointer("/metadata/resourceVersion")).and_then(Value::as_str);
+        if live_rv != Some(rv) {
+            let name = meta.and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
+            return Err(ApiError::conflict(&rt.plural, &rt.group, name));
+        }
+    }
+
+    let node = Node::root(rt);
+    let config = scoped_config(rt, req.subresource, &strip_nulls(req.applied));
+    let live = req.live.cloned().unwrap_or_else(|| Value::Object(Map::new()));
+    let mut merged = merge(&live, &config, &node);
+
+    let live_view = owned_view(rt, req.subresource, &live);
+    let changed = changes(&live_view, &owned_view(rt, req.subresource, &merged), &node).changed;
+    let applied_fields = applied_set(&owned_view(rt, req.subresource, &config), &node);
+
+    let api_version = rt.api_version();
+    let is_applier = |e: &Entry| e.same_manager(req.manager, Operation::Apply, &api_version, req.subresource);
+    let mut entries = req.live.map(decode).unwrap_or_default();
+
+    let mut conflicts: Vec<(String, Path)> = Vec::new();
+    for e in entries.iter_mut().filter(|e| !is_applier(e)) {
+        let paths = e.fields.intersection(&changed);
+        if paths.is_empty() {
+            continue;
+        }
+        if req.force {
+            let mut taken = FieldSet::default();
+            for p in &paths {
+                taken.insert(p);
+            }
+            e.fields.remove_members(&taken);
+        } else {
+            conflicts.extend(paths.into_iter().map(|p| (e.describe(), p)));
+        }
+    }
+    if !conflicts.is_empty() {
+        return Err(conflict_error(conflicts));
+    }
+
+    let before = entries.clone();
+    let last_applied = match entries.iter_mut().find(|e| is_applier(e)) {
+        Some(e) => {
+            let last = std::mem::replace(&mut e.fields, applied_fields);
+            e.time = Some(req.now.to_string());
+            e.api_version = api_version.clone();
+            last
+        }
+        None => {
+            entries.push(Entry {
+                manager: req.manager.to_string(),
+                operation: Operation::Apply,
+                api_version: api_version.clone(),
+                time: Some(req.now.to_string()),
+                subresource: req.subresource.map(str::to_string),
+                fields: applied_fields,
+            });
+            FieldSet::default()
+        }
+    };
+    let mut owned = FieldSet::default();
+    for e in &entries {
+        owned.union(&e.fields);
+    }
+    prune(&mut merged, &last_applied, Some(&owned), &node, &[]);
+
+    let same_object = without_managed_fields(&merged) == without_managed_fields(&live);
+    let only_times_differ = entries.len() == before.len()
+        && entries
+            .iter()
+            .zip(&before)
+            .all(|(a, b)| Entry { time: None, ..a.clone() } == Entry { time: None, ..b.clone() });
+    if req.live.is_some() && same_object && only_times_differ {
+        // A no-op apply keeps the stored managedFields (upstream ignores timestamp-only changes) so the
+        // write stays a no-op.
+        return Ok(live);
+    }
+    store(&mut merged, entries);
+    Ok(merged)
+}
+
+fn check_type(rt: &ResourceType, applied: &Map<String, Value>) -> ApiResult<()> {
+    let body = Value::Object(applied.clone());
+    match applied.get("apiVersion").and_then(Value::as_str) {
+        None => return Err(ApiError::bad_request(format!("Object 'apiVersion' is missing in '{body}'"))),
+        Some(v) if v != rt.api_version() => {
+            return Err(ApiError::bad_request(format!(
+                "Incorrect version specified in apply patch. Specified patch version: {v}, expected: {}",
+                rt.api_version()
+            )));
+        }
+        Some(_) => {}
+    }
+    match applied.get("kind").and_then(Value::as_str) {
+        None => Err(ApiError::bad_request(format!("Object 'Kind' is missing in '{body}'"))),
+        Some(k) if k != rt.kind => Err(ApiError::bad_request(format!(
+            "the kind in the applied configuration ({k}) does not match the kind of the resource ({})",
+            rt.kind
+        ))),
+        Some(_) => Ok(()),
+    }
+}
+
+/// The applied configuration without fields the applier cannot set: nulls (an unset field), server-set
+/// metadata, `status` on the main resource of a type with a status subresource, everything but `status`
+/// (and the object's identity) on /status.
+fn scoped_config(rt: &ResourceType, subresource: Option<&str>, applied: &Value) -> Value {
+    let mut config = applied.as_object().cloned().unwrap_or_default();
+    if let Some(Value::Object(meta)) = config.get_mut("metadata") {
+        for f in ["uid", "resourceVersion", "generation", "creationTimestamp", "selfLink", "managedFields"] {
+            meta.remove(f);
+        }
+        meta.remove("deletionTimestamp");
+        meta.remove("deletionGracePeriodSeconds");
+    }
+    match subresource {
+        None if rt.subresources.status => {
+            config.remove("status");
+        }
+        Some("status") => {
+            config.retain(|k, _| matches!(k.as_str(), "apiVersion" | "kind" | "metadata" | "status"));
+            if let Some(Value::Object(meta)) = config.get_mut("metadata") {
+                meta.retain(|k, _| k == "name" || k == "namespace");
+            }
+        }
+        _ => {}
+    }
+    Value::Object(config)
+}
+
+fn strip_nulls(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            Value::Object(m.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k.clone(), strip_nulls(v))).collect())
+        }
+        Value::Array(a) => Value::Array(a.iter().map(strip_nulls).collect()),
+        other => other.clone(),
+    }
+}
+
+fn without_managed_fields(obj: &Value) -> Value {
+    let mut obj = obj.clone();
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("managedFields");
+    }
+    obj
+}
+
+/// Merges the applied configuration into the live object: granular objects field by field, list maps and
+/// sets item by item (the applied order wins for the items both have, live-only items keep their place),
+/// anything atomic replaced.
+fn merge(live: &Value, applied: &Value, node: &Node) -> Value {
+    match (live, applied) {
+        (Value::Object(l), Value::Object(a)) if !node.is_atomic_object() => {
+            let mut out = l.clone();
+            for (k, av) in a {
+                let merged = match l.get(k) {
+                    Some(lv) => merge(lv, av, &node.field(k)),
+                    None => av.clone(),
+                };
+                out.insert(k.clone(), merged);
+            }
+            Value::Object(out)
+        }
+        (Value::Array(l), Value::Array(a)) => match (list_elements(l, node), list_elements(a, node)) {
+            (Some(le), Some(ae)) => Value::Array(merge_list(l, &le, a, &ae, &node.item())),
+            _ => applied.clone(),
+        },
+        _ => applied.clone(),
+    }
+}
+
+/// Structured-merge-diff's list merge: walk both lists, taking shared items in the applied order.
+fn merge_list(l: &[Value], le: &[String], a: &[Value], ae: &[String], item: &Node) -> Vec<Value> {
+    let live_at: BTreeMap<&str, usize> = le.iter().enumerate().map(|(i, e)| (e.as_str(), i)).collect();
+    let applied_has = |e: &str| ae.iter().any(|x| x == e);
+    let mut shared = ae.iter().filter(|e| live_at.contains_key(e.as_str()));
+    let mut next_shared = shared.next();
+    let mut done: Vec<&str> = Vec::new();
+    let mut out = Vec::with_capacity(l.len().max(a.len()));
+    let (mut li, mut ai) = (0, 0);
+    let merge_item = |e: &str, av: &Value| match live_at.get(e) {
+        Some(&i) => merge(&l[i], av, item),
+        None => av.clone(),
+    };
+    while li < l.len() || ai < a.len() {
+        if li < l.len() && ai < a.len() {
+            if le[li] == ae[ai] {
+                out.push(merge(&l[li], &a[ai], item));
+                done.push(&le[li]);
+                if next_shared == Some(&le[li]) {
+                    next_shared = shared.next();
+                }
+                li += 1;
+                ai += 1;
+                continue;
+            }
+            if applied_has(&le[li]) && next_shared.is_some_and(|n| *n != le[li]) {
+                li += 1;
+                continue;
+            }
+        }
+        if li < l.len() {
+            if !applied_has(&le[li]) {
+                out.push(l[li].clone());
+                li += 1;
+                continue;
+            }
+            if done.contains(&le[li].as_str()) {
+                li += 1;
+                continue;
+            }
+        }
+        if ai < a.len() {
+            if done.contains(&ae[ai].as_str()) {
+                ai += 1;
+                continue;
+            }
+            out.push(merge_item(&ae[ai], &a[ai]));
+            done.push(&ae[ai]);
+            if next_shared == Some(&ae[ai]) {
+                next_shared = shared.next();
+            }
+            ai += 1;
+        } else {
+            // Only live items the applied list also has remain; they were merged above.
+            li += 1;
+        }
+    }
+    out
+}
+
+/// Removes what the applier applied last time and nobody owns now. Key fields of a kept list item stay.
+fn prune(value: &mut Value, last: &FieldSet, owned: Option<&FieldSet>, node: &Node, keys: &[String]) {
+    let owns_any = |element: &str| owned.and_then(|o| o.child(element)).is_some_and(|c| !c.is_empty());
+    match value {
+        Value::Object(m) if !node.is_atomic_object() => {
+            for (element, last_child) in &last.children {
+                let Some(name) = element.strip_prefix("f:") else { continue };
+                if keys.iter().any(|k| k == name) {
+                    continue;
+                }
+                if last_child.member && !owns_any(element) {
+                    m.remove(name);
+                } else if let Some(v) = m.get_mut(name) {
+                    prune(v, last_child, owned.and_then(|o| o.child(element)), &node.field(name), &[]);
+                }
+            }
+        }
+        Value::Array(items) => {
+            let Some(elements) = list_elements(items, node) else { return };
+            let keys = match node.list_type() {
+                ListType::Map(keys) => keys,
+                _ => Vec::new(),
+            };
+            let item = node.item();
+            let mut keep = Vec::with_capacity(items.len());
+            for (mut v, element) in std::mem::take(items).into_iter().zip(&elements) {
+                match last.child(element) {
+                    Some(last_child) if last_child.member && !owns_any(element) => continue,
+                    Some(last_child) => {
+                        prune(&mut v, last_child, owned.and_then(|o| o.child(element)), &item, &keys);
+                    }
+                    None => {}
+                }
+                keep.push(v);
+            }
+            *items = keep;
+        }
+        _ => {}
+    }
+}
+
+/// The 409 upstream answers, message and causes worded as `NewConflictError` words them.
+fn conflict_error(mut conflicts: Vec<(String, Path)>) -> ApiError {
+    conflicts.sort();
+    let message = if let [(manager, path)] = conflicts.as_slice() {
+        format!("Apply failed with 1 conflict: conflict with {manager}: {}", path_string(path))
+    } else {
+        let mut lines = Vec::new();
+        let mut current: Option<&str> = None;
+        for (manager, path) in &conflicts {
+            if current != Some(manager.as_str()) {
+                lines.push(format!("conflicts with {manager}:"));
+                current = Some(manager);
+            }
+            lines.push(format!("- {}", path_string(path)));
+        }
+        format!("Apply failed with {} conflicts: {}", conflicts.len(), lines.join("\n"))
+    };
+    let mut err = ApiError::new(409, "Conflict", message);
+    err.details.causes = conflicts
+        .iter()
+        .map(|(manager, path)| {
+            Cause::new("FieldManagerConflict", format!("conflict with {manager}"), path_string(path))
+        })
+        .collect();
+    err
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::patch::managed::record_update;
+    use crate::resources::{Origin, builtin_types};
+    use serde_json::json;
+
+    fn rt(kind: &str) -> ResourceType {
+        builtin_types().into_iter().find(|t| t.kind == kind && t.group != "events.k8s.io").unwrap()
+    }
+
+    fn config(spec: Value) -> Value {
+        json!({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"default"},"spec":spec})
+    }
+
+    fn containers(list: Value) -> Value {
+        json!({"selector":{"matchLabels":{"app":"web"}},
+               "template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":list}}})
+    }
+
+    fn apply(rt: &ResourceType, live: Option<&Value>, applied: &Value, manager: &str, force: bool) -> ApiResult<Value> {
+        server_side_apply(ApplyRequest {
+            rt,
+            live,
+            applied,
+            manager,
+            force,
+            subresource: None,
+            now: "2026-12-02T12:00:00Z",
+        })
+    }
+
+    /// What the store would do after a successful write: set identity and bump the resourceVersion.
+    fn stored(mut obj: Value, rv: &str) -> Value {
+        obj["metadata"]["uid"] = json!("uid-1");
+        obj["metadata"]["resourceVersion"] = json!(rv);
+        obj
+    }
+
+    fn entry<'a>(obj: &'a Value, manager: &str) -> Option<&'a Value> {
+        obj["metadata"]["managedFields"].as_array()?.iter().find(|e| e["manager"] == manager)
+    }
+
+    fn nginx(image: &str) -> Value {
+        json!([{"name":"nginx","image":image}])
+    }
+
+    #[test]
+    fn apply_creates_a_missing_object_and_records_an_apply_entry() {
+        let d = rt("Deployment");
+        let body = config(json!({"replicas":2,"selector":{"matchLabels":{"app":"web"}},
+            "template":{"metadata":{"labels":{"app":"web"},"creationTimestamp":null},
+                "spec":{"containers":[{"name":"nginx","image":"nginx:1","ports":[{"containerPort":80}]}]}}}));
+        let out = apply(&d, None, &body, "kubectl", false).unwrap();
+        assert_eq!(out["spec"]["replicas"], 2);
+        assert_eq!(out["metadata"]["name"], "web");
+        assert!(out["spec"]["template"]["metadata"].get("creationTimestamp").is_none());
+        let e = entry(&out, "kubectl").unwrap();
+        assert_eq!(e["operation"], "Apply");
+        assert_eq!(e["apiVersion"], "apps/v1");
+        assert_eq!(e["time"], "2026-12-02T12:00:00Z");
+        assert_eq!(e["fieldsType"], "FieldsV1");
+        assert_eq!(
+            e["fieldsV1"],
+            json!({"f:spec":{"f:replicas":{},"f:selector":{},"f:template":{
+                "f:metadata":{"f:labels":{"f:app":{}}},
+                "f:spec":{"f:containers":{"k:{\"name\":\"nginx\"}":{".":{},"f:image":{},"f:name":{},
+                    "f:ports":{"k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{}}}}}}}}})
+        );
+    }
+
+    #[test]
+    fn a_different_value_on_another_appliers_field_conflicts() {
+        let d = rt("Deployment");
+        let mut spec = containers(nginx("nginx:1"));
+        spec["replicas"] = json!(2);
+        let live = stored(apply(&d, None, &config(spec), "alpha", false).unwrap(), "10");
+        let err = apply(&d, Some(&live), &config(json!({"replicas":3})), "beta", false).unwrap_err();
+        assert_eq!(err.code, 409);
+        assert_eq!(err.reason, "Conflict");
+        assert_eq!(err.message, "Apply failed with 1 conflict: conflict with \"alpha\": .spec.replicas");
+        let status = err.to_status();
+        assert_eq!(
+            status["details"]["causes"],
+            json!([{"reason":"FieldManagerConflict","message":"conflict with \"alpha\"","field":".spec.replicas"}])
+        );
+    }
+
+    #[test]
+    fn conflict_with_an_update_manager_names_its_api_version() {
+        // The checklist's example: rancher edited the image with an update, kubectl applies another one.
+        let d = rt("Deployment");
+        let mut live = stored(
+            json!({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"default"},
+                "spec":containers(json!([{"name":"backend","image":"b:1"}]))}),
+            "3",
+        );
+        let old = live.clone();
+        live["spec"]["template"]["spec"]["containers"][0]["image"] = json!("b:2");
+        record_update(&d, Some(&old), &mut live, "rancher", None, "2026-12-02T11:00:00Z");
+        let err =
+            apply(&d, Some(&live), &config(containers(json!([{"name":"backend","image":"b:3"}]))), "kubectl", false)
+                .unwrap_err();
+        assert_eq!(
+            err.message,
+            "Apply failed with 1 conflict: conflict with \"rancher\" using apps/v1: .spec.template.spec.containers[name=\"backend\"].image"
+        );
+        assert_eq!(
+            err.to_status()["details"]["causes"],
+            json!([{"reason":"FieldManagerConflict","message":"conflict with \"rancher\" using apps/v1",
+                    "field":".spec.template.spec.containers[name=\"backend\"].image"}])
+        );
+    }
+
+    #[test]
+    fn several_conflicts_use_the_plural_message() {
+        let d = rt("Deployment");
+        let mut spec = containers(nginx("nginx:1"));
+        spec["replicas"] = json!(2);
+        let live = stored(apply(&d, None, &config(spec), "alpha", false).unwrap(), "10");
+        let mut other = containers(nginx("nginx:2"));
+        other["replicas"] = json!(5);
+        let err = apply(&d, Some(&live), &config(other), "beta", false).unwrap_err();
+        assert_eq!(
+            err.message,
+            "Apply failed with 2 conflicts: conflicts with \"alpha\":\n- .spec.replicas\n- .spec.template.spec.containers[name=\"nginx\"].image"
+        );
+        assert_eq!(err.details.causes.len(), 2);
+    }
+
+    #[test]
+    fn force_takes_ownership_from_the_other_manager() {
+        let d = rt("Deployment");
+        let mut spec = containers(nginx("nginx:1"));
+        spec["replicas"] = json!(2);
+        let live = stored(apply(&d, None, &config(spec), "alpha", false).unwrap(), "10");
+        let out = apply(&d, Some(&live), &config(json!({"replicas":3})), "beta", true).unwrap();
+        assert_eq!(out["spec"]["replicas"], 3);
+        assert_eq!(entry(&out, "beta").unwrap()["fieldsV1"], json!({"f:spec":{"f:replicas":{}}}));
+        let alpha = &entry(&out, "alpha").unwrap()["fieldsV1"];
+        assert!(alpha["f:spec"].get("f:replicas").is_none());
+        assert!(alpha["f:spec"].get("f:template").is_some());
+        // alpha re-applying its old value now conflicts with beta.
+        let live = stored(out, "11");
+        let mut again = containers(nginx("nginx:1"));
+        again["replicas"] = json!(2);
+        let err = apply(&d, Some(&live), &config(again), "alpha", false).unwrap_err();
+        assert_eq!(err.message, "Apply failed with 1 conflict: conflict with \"beta\": .spec.replicas");
+    }
+
+    #[test]
+    fn equal_values_are_shared_and_survive_one_manager_leaving() {
+        let d = rt("Deployment");
+        let mut spec = containers(nginx("nginx:1"));
+        spec["replicas"] = json!(2);
+        let live = stored(apply(&d, None, &config(spec), "alpha", false).unwrap(), "10");
+        let out = apply(&d, Some(&live), &config(json!({"replicas":2})), "beta", false).unwrap();
+        assert!(entry(&out, "alpha").unwrap()["fieldsV1"]["f:spec"].get("f:replicas").is_some());
+        assert!(entry(&out, "beta").unwrap()["fieldsV1"]["f:spec"].get("f:replicas").is_some());
+        // alpha stops applying replicas: beta still owns it, so it stays.
+        let live = stored(out, "11");
+        let out = apply(&d, Some(&live), &config(containers(nginx("nginx:1"))), "alpha", false).unwrap();
+        assert_eq!(out["spec"]["replicas"], 2);
+        assert!(entry(&out, "alpha").unwrap()["fieldsV1"]["f:spec"].get("f:replicas").is_none());
+    }
+
+    #[test]
+    fn fields_a_manager_stops_applying_are_removed() {
+        let d = rt("Deployment");
+        let mut spec = containers(json!([{"name":"nginx","image":"nginx:1",
+            "env":[{"name":"A","value":"1"},{"name":"B","value":"2"}]}]));
+        spec["replicas"] = json!(2);
+        spec["paused"] = json!(true);
+        let live = stored(apply(&d, None, &config(spec), "alpha", false).unwrap(), "10");
+        let mut next = containers(json!([{"name":"nginx","image":"nginx:1","env":[{"name":"A","value":"1"}]}]));
+        next["replicas"] = json!(2);
+        let out = apply(&d, Some(&live), &config(next), "alpha", false).unwrap();
+        assert!(out["spec"].get("paused").is_none());
+        assert_eq!(out["spec"]["template"]["spec"]["containers"][0]["env"], json!([{"name":"A","value":"1"}]));
+    }
+
+    #[test]
+    fn stopping_to_apply_a_container_removes_it_but_keeps_unowned_siblings() {
+        let d = rt("Deployment");
+        let live = stored(
+            apply(
+                &d,
+                None,
+                &config(containers(json!([{"name":"a","image":"a"},{"name":"b","image":"b"}]))),
+                "alpha",
+                false,
+            )
+            .unwrap(),
+            "10",
+        );
+        let out =
+            apply(&d, Some(&live), &config(containers(json!([{"name":"a","image":"a"}]))), "alpha", false).unwrap();
+        assert_eq!(out["spec"]["template"]["spec"]["containers"], json!([{"name":"a","image":"a"}]));
+    }
+
+    #[test]
+    fn two_managers_merge_containers_and_env_by_name() {
+        let d = rt("Deployment");
+        let live = stored(
+            apply(
+                &d,
+                None,
+                &config(containers(json!([{"name":"app","image":"app:1",
+                "env":[{"name":"A","value":"1"}]}]))),
+                "alpha",
+                false,
+            )
+            .unwrap(),
+            "10",
+        );
+        let out = apply(
+            &d,
+            Some(&live),
+            &config(json!({"template":{"spec":{"containers":[
+                {"name":"app","env":[{"name":"B","value":"2"}]},
+                {"name":"sidecar","image":"proxy:1"}]}}})),
+            "beta",
+            false,
+        )
+        .unwrap();
+        let cs = out["spec"]["template"]["spec"]["containers"].as_array().unwrap();
+        assert_eq!(cs.len(), 2);
+        assert_eq!(cs[0]["name"], "app");
+        assert_eq!(cs[0]["image"], "app:1");
+        assert_eq!(cs[0]["env"], json!([{"name":"A","value":"1"},{"name":"B","value":"2"}]));
+        assert_eq!(cs[1], json!({"name":"sidecar","image":"proxy:1"}));
+        let beta = &entry(&out, "beta").unwrap()["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"];
+        assert!(beta["k:{\"name\":\"app\"}"]["f:env"]["k:{\"name\":\"B\"}"].is_object());
+        assert!(beta["k:{\"name\":\"app\"}"].get("f:image").is_none());
+        // alpha drops env A: it goes, beta's B stays, and the shared container stays.
+        let live = stored(out, "11");
+        let out = apply(&d, Some(&live), &config(containers(json!([{"name":"app","image":"app:1"}]))), "alpha", false)
+            .unwrap();
+        let cs = out["spec"]["template"]["spec"]["containers"].as_array().unwrap();
+        assert_eq!(cs[0]["env"], json!([{"name":"B","value":"2"}]));
+        assert_eq!(cs.len(), 2);
+    }
+
+    #[test]
+    fn resource_version_in_the_body_is_a_precondition_even_with_force() {
+        let d = rt("Deployment");
+        let live = stored(apply(&d, None, &config(json!({"replicas":1})), "alpha", false).unwrap(), "10");
+        let mut body = config(json!({"replicas":1}));
+        body["metadata"]["resourceVersion"] = json!("9");
+        let err = apply(&d, Some(&live), &body, "alpha", true).unwrap_err();
+        assert_eq!(err.code, 409);
+        assert!(err.message.contains("the object has been modified"), "{}", err.message);
+        body["metadata"]["resourceVersion"] = json!("10");
+        assert_eq!(apply(&d, Some(&live), &body, "alpha", false).unwrap()["spec"]["replicas"], 1);
+    }
+
+    #[test]
+    fn requests_upstream_rejects() {
+        let d = rt("Deployment");
+        let err = apply(&d, None, &config(json!({})), "", false).unwrap_err();
+        assert_eq!(err.code, 422);
+        assert_eq!(
+            err.message,
+            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch"
+        );
+        let mut body = config(json!({}));
+        body["metadata"]["managedFields"] = json!([{"manager":"x"}]);
+        let err = apply(&d, None, &body, "m", false).unwrap_err();
+        assert_eq!((err.code, err.message.as_str()), (400, "metadata.managedFields must be nil"));
+        let mut body = config(json!({}));
+        body["apiVersion"] = json!("apps/v2");
+        assert_eq!(apply(&d, None, &body, "m", false).unwrap_err().code, 400);
+        assert_eq!(apply(&d, None, &json!([1]), "m", false).unwrap_err().code, 400);
+    }
+
+    #[test]
+    fn a_repeated_apply_returns_the_live_object_unchanged() {
+        let d = rt("Deployment");
+        let body = config(containers(nginx("nginx:1")));
+        let live = stored(apply(&d, None, &body, "alpha", false).unwrap(), "10");
+        let again = server_side_apply(ApplyRequest {
+            rt: &d,
+            live: Some(&live),
+            applied: &body,
+            manager: "alpha",
+            force: false,
+            subresource: None,
+            now: "2026-12-02T13:00:00Z",
+        })
+        .unwrap();
+        assert_eq!(again, live);
+    }
+
+    #[test]
+    fn main_resource_apply_ignores_status_and_status_apply_touches_only_status() {
+        let d = rt("Deployment");
+        let mut body = config(json!({"replicas":1}));
+        body["status"] = json!({"replicas":99});
+        let live = stored(apply(&d, None, &body, "alpha", false).unwrap(), "10");
+        assert!(live.get("status").is_none());
+        assert!(entry(&live, "alpha").unwrap()["fieldsV1"].get("f:status").is_none());
+
+        let status_body = json!({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"default"},
+            "spec":{"replicas":50},"status":{"replicas":1,"conditions":[{"type":"Available","status":"True"}]}});
+        let out = server_side_apply(ApplyRequest {
+            rt: &d,
+            live: Some(&live),
+            applied: &status_body,
+            manager: "ctrl",
+            force: false,
+            subresource: Some("status"),
+            now: "t",
+        })
+        .unwrap();
+        assert_eq!(out["spec"]["replicas"], 1);
+        assert_eq!(out["status"]["replicas"], 1);
+        let e = entry(&out, "ctrl").unwrap();
+        assert_eq!(e["subresource"], "status");
+        assert_eq!(
+            e["fieldsV1"],
+            json!({"f:status":{"f:conditions":{"k:{\"type\":\"Available\"}":{".":{},"f:status":{},"f:type":{}}},"f:replicas":{}}})
+        );
+    }
+
+    fn widget_type() -> ResourceType {
+        let mut t = rt("Deployment");
+        t.group = "example.com".into();
+        t.kind = "Widget".into();
+        t.plural = "widgets".into();
+        t.origin = Origin::Crd {
+            crd_name: "widgets.example.com".into(),
+            schema: json!({"type":"object","properties":{"spec":{"type":"object","properties":{
+                "ports":{"type":"array","x-kubernetes-list-type":"map","x-kubernetes-list-map-keys":["name"],
+                    "items":{"type":"object","properties":{"name":{"type":"string"},"port":{"type":"integer"}}}},
+                "tags":{"type":"array","items":{"type":"string"}}}}}}),
+            printer_columns: vec![],
+            selectable_fields: vec![],
+            storage: true,
+        };
+        t
+    }
+
+    fn widget(spec: Value) -> Value {
+        json!({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":spec})
+    }
+
+    #[test]
+    fn crd_list_map_keys_merge_and_default_lists_are_atomic() {
+        let w = widget_type();
+        let live = stored(
+            apply(&w, None, &widget(json!({"ports":[{"name":"http","port":80}],"tags":["a"]})), "alpha", false)
+                .unwrap(),
+            "10",
+        );
+        let out =
+            apply(&w, Some(&live), &widget(json!({"ports":[{"name":"metrics","port":9090}]})), "beta", false).unwrap();
+        assert_eq!(out["spec"]["ports"], json!([{"name":"http","port":80},{"name":"metrics","port":9090}]));
+        assert!(entry(&out, "beta").unwrap()["fieldsV1"]["f:spec"]["f:ports"]["k:{\"name\":\"metrics\"}"].is_object());
+        let live = stored(out, "11");
+        let err = apply(&w, Some(&live), &widget(json!({"tags":["b"]})), "beta", false).unwrap_err();
+        assert_eq!(err.message, "Apply failed with 1 conflict: conflict with \"alpha\": .spec.tags");
+        let out = apply(&w, Some(&live), &widget(json!({"tags":["b"]})), "beta", true).unwrap();
+        assert_eq!(out["spec"]["tags"], json!(["b"]));
+    }
+
+    #[test]
+    fn applied_list_order_wins_for_shared_items() {
+        let w = widget_type();
+        let live = stored(
+            apply(&w, None, &widget(json!({"ports":[{"name":"a","port":1},{"name":"b","port":2}]})), "alpha", false)
+                .unwrap(),
+            "10",
+        );
+        let out = apply(
+            &w,
+            Some(&live),
+            &widget(json!({"ports":[{"name":"b","port":2},{"name":"a","port":1}]})),
+            "alpha",
+            false,
+        )
+        .unwrap();
+        let names: Vec<&str> =
+            out["spec"]["ports"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["b", "a"]);
+    }
+
+    #[test]
+    fn finalizers_merge_as_a_set_between_appliers() {
+        let c = rt("ConfigMap");
+        let cm = |fins: Value| json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","finalizers":fins}});
+        let live = stored(apply(&c, None, &cm(json!(["a"])), "alpha", false).unwrap(), "1");
+        let out = apply(&c, Some(&live), &cm(json!(["b"])), "beta", false).unwrap();
+        assert_eq!(out["metadata"]["finalizers"], json!(["a", "b"]));
+        assert!(entry(&out, "beta").unwrap()["fieldsV1"]["f:metadata"]["f:finalizers"]["v:\"b\""].is_object());
+    }
+}
