@@ -1,0 +1,145 @@
+//! One watcher: replays history or synthesises ADDED events, then follows the store's change broadcast, filtering
+//! by resource, namespace and selectors, and turning selector transitions into ADDED/DELETED as upstream does.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::time::Instant;
+
+use super::local::{FieldSelector, LabelSelector};
+use super::{Change, ChangeKind, Inner, WatchEvent, WatchStream, present};
+use crate::resources::ResourceRef;
+use crate::store::{ResourceKey, too_old};
+
+pub struct Filter {
+    pub key: ResourceKey,
+    pub ns: Option<String>,
+    pub labels: Option<LabelSelector>,
+    pub fields: Option<FieldSelector>,
+}
+
+impl Filter {
+    pub fn matches(&self, obj: &Value) -> bool {
+        if let Some(ns) = &self.ns
+            && obj.pointer("/metadata/namespace").and_then(Value::as_str) != Some(ns.as_str())
+        {
+            return false;
+        }
+        if let Some(l) = &self.labels {
+            let empty = serde_json::Map::new();
+            let labels = obj.pointer("/metadata/labels").and_then(Value::as_object).unwrap_or(&empty);
+            if !l.matches(labels) {
+                return false;
+            }
+        }
+        self.fields.as_ref().is_none_or(|f| f.matches(obj))
+    }
+}
+
+pub struct Watcher {
+    pub inner: Arc<Inner>,
+    pub rt: ResourceRef,
+    pub filter: Filter,
+    pub rx: tokio::sync::broadcast::Receiver<Change>,
+    pub pending: VecDeque<WatchEvent>,
+    /// The newest resourceVersion this watcher has seen (delivered or filtered out): bookmarks carry it.
+    pub last_rv: u64,
+    pub deadline: Instant,
+    pub bookmarks: Option<Duration>,
+    pub done: bool,
+}
+
+pub fn bookmark(rt: &ResourceRef, rv: u64, initial_events_end: bool) -> Value {
+    let mut meta = json!({"resourceVersion": rv.to_string(), "creationTimestamp": null});
+    if initial_events_end {
+        meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+    }
+    json!({"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": meta})
+}
+
+impl Watcher {
+    fn handle(&mut self, change: &Change) {
+        if change.resource_version <= self.last_rv {
+            return;
+        }
+        self.last_rv = change.resource_version;
+        if ResourceKey::of(&change.rt) != self.filter.key {
+            return;
+        }
+        let now = self.filter.matches(&change.object);
+        let before = change.old.as_deref().is_some_and(|o| self.filter.matches(o));
+        let obj = || present(&self.rt, &change.object);
+        let event = match change.kind {
+            ChangeKind::Added if now => WatchEvent::Added(obj()),
+            ChangeKind::Modified if now && before => WatchEvent::Modified(obj()),
+            ChangeKind::Modified if now => WatchEvent::Added(obj()),
+            ChangeKind::Modified if before => WatchEvent::Deleted(obj()),
+            ChangeKind::Deleted if now => WatchEvent::Deleted(obj()),
+            _ => return,
+        };
+        self.pending.push_back(event);
+    }
+
+    /// After the broadcast dropped messages for this watcher, catch up from the history, or end with 410.
+    fn recover(&mut self) {
+        let st = self.inner.store.lock();
+        match st.changes_after(self.last_rv) {
+            Ok(changes) => {
+                drop(st);
+                for c in &changes {
+                    self.handle(c);
+                }
+            }
+            Err(_) => {
+                let oldest = st.oldest_available();
+                drop(st);
+                self.pending.push_back(WatchEvent::Error(too_old(self.last_rv, oldest).to_status()));
+                self.done = true;
+            }
+        }
+    }
+
+    async fn next_event(mut self) -> Option<(WatchEvent, Self)> {
+        let mut tick = self.bookmarks.map(|d| Instant::now() + d);
+        loop {
+            if let Some(e) = self.pending.pop_front() {
+                if matches!(e, WatchEvent::Error(_)) {
+                    self.done = true;
+                }
+                return Some((e, self));
+            }
+            if self.done {
+                return None;
+            }
+            let far = self.deadline;
+            tokio::select! {
+                r = self.rx.recv() => match r {
+                    Ok(change) => self.handle(&change),
+                    Err(RecvError::Lagged(_)) => self.recover(),
+                    Err(RecvError::Closed) => return None,
+                },
+                _ = tokio::time::sleep_until(self.deadline) => return None,
+                _ = tokio::time::sleep_until(tick.unwrap_or(far)), if tick.is_some() => {
+                    self.pending.push_back(WatchEvent::Bookmark(bookmark(&self.rt, self.last_rv, false)));
+                    tick = self.bookmarks.map(|d| Instant::now() + d);
+                }
+            }
+        }
+    }
+
+    pub fn into_stream(self) -> WatchStream {
+        futures::stream::unfold(self, |w| w.next_event()).boxed()
+    }
+}
+
+impl Watcher {
+    pub fn replay(&mut self, changes: &[Change]) {
+        for c in changes {
+            self.handle(c);
+        }
+    }
+}
