@@ -229,11 +229,14 @@ fn encode_continue(rv: u64, key: &ObjectKey) -> String {
 
 fn decode_continue(token: &str) -> ApiResult<(u64, ObjectKey)> {
     let bad = || ApiError::bad_request("continue key is not valid: incorrect encoded start resourceVersion");
-    if token.len() % 2 != 0 || !token.is_ascii() {
+    if !token.len().is_multiple_of(2) || !token.is_ascii() {
         return Err(bad());
     }
-    let bytes: Vec<u8> =
-        (0..token.len()).step_by(2).map(|i| u8::from_str_radix(&token[i..i + 2], 16)).collect::<Result<_, _>>().map_err(|_| bad())?;
+    let bytes: Vec<u8> = (0..token.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&token[i..i + 2], 16))
+        .collect::<Result<_, _>>()
+        .map_err(|_| bad())?;
     let v: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
     let rv = v.get("rv").and_then(Value::as_u64).ok_or_else(bad)?;
     let ns = v.get("ns").and_then(Value::as_str).ok_or_else(bad)?;
@@ -340,9 +343,7 @@ impl Cluster {
                 }
                 for f in sel.fields() {
                     if !allowed.contains(&f) {
-                        return Err(ApiError::bad_request(format!(
-                            "field label not supported: {f}"
-                        )));
+                        return Err(ApiError::bad_request(format!("field label not supported: {f}")));
                     }
                 }
                 Some(sel)
@@ -360,12 +361,7 @@ impl Cluster {
 
     pub fn list(&self, rt: &ResourceType, ns: Option<&str>, opts: &ListOptions) -> ApiResult<ObjectList> {
         let sel = self.selectors(rt, opts.label_selector.as_deref(), opts.field_selector.as_deref())?;
-        let filter = watch::Filter {
-            key: ResourceKey::of(rt),
-            ns: None,
-            labels: sel.labels,
-            fields: sel.fields,
-        };
+        let filter = watch::Filter { key: ResourceKey::of(rt), ns: None, labels: sel.labels, fields: sel.fields };
         let ns = if rt.namespaced { ns } else { None };
         let rv_param = opts.resource_version.as_deref().filter(|s| !s.is_empty());
         let rv_match = opts.resource_version_match.as_deref().filter(|s| !s.is_empty());
@@ -377,7 +373,9 @@ impl Cluster {
         let (at, after) = match opts.continue_token.as_deref().filter(|s| !s.is_empty()) {
             Some(token) => {
                 if rv_param.is_some_and(|r| r != "0") {
-                    return Err(ApiError::bad_request("specifying resource version is not allowed when using continue"));
+                    return Err(ApiError::bad_request(
+                        "specifying resource version is not allowed when using continue",
+                    ));
                 }
                 let (rv, key) = decode_continue(token)?;
                 if rv < st.oldest_available() {
@@ -526,7 +524,13 @@ impl Cluster {
         }
     }
 
-    pub fn create(&self, rt: &ResourceType, ns: Option<&str>, obj: Value, opts: &WriteOptions) -> ApiResult<WriteOutcome> {
+    pub fn create(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        obj: Value,
+        opts: &WriteOptions,
+    ) -> ApiResult<WriteOutcome> {
         let rt = self.canonical(rt)?;
         let mut obj = obj;
         self.check_body(&rt, &mut obj)?;
@@ -545,7 +549,11 @@ impl Cluster {
                     return Err(invalid(
                         &rt,
                         "",
-                        vec![Cause::new("FieldValueRequired", "Required value: name or generateName is required", "metadata.name")],
+                        vec![Cause::new(
+                            "FieldValueRequired",
+                            "Required value: name or generateName is required",
+                            "metadata.name",
+                        )],
                     ));
                 }
             },
@@ -603,7 +611,9 @@ impl Cluster {
         }
         drop(st);
         match committed {
-            Committed::Put { object, .. } => Ok(WriteOutcome { object: present(&rt, &object), created: true, warnings }),
+            Committed::Put { object, .. } => {
+                Ok(WriteOutcome { object: present(&rt, &object), created: true, warnings })
+            }
             _ => Err(ApiError::internal("create did not store the object")),
         }
     }
@@ -680,7 +690,11 @@ impl Cluster {
             return Err(invalid(
                 &rt,
                 name,
-                vec![Cause::new("FieldValueInvalid", "Invalid value: 0x0: must be specified for an update", "metadata.resourceVersion")],
+                vec![Cause::new(
+                    "FieldValueInvalid",
+                    "Invalid value: 0x0: must be specified for an update",
+                    "metadata.resourceVersion",
+                )],
             ));
         }
         self.modify(&rt, ns, name, sub, opts, move |_cur| Ok(obj), body_rv)
@@ -818,7 +832,9 @@ impl Cluster {
                     &name,
                     vec![Cause::new(
                         "FieldValueForbidden",
-                        format!("Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{{list}}}"),
+                        format!(
+                            "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{{list}}}"
+                        ),
                         "metadata.finalizers",
                     )],
                 ));
@@ -894,11 +910,18 @@ impl Cluster {
         self.modify(&rt, ns, name, sub, opts, move |cur| apply_patch(&rt2, cur, &patch), None)
     }
 
-    pub fn delete(&self, rt: &ResourceType, ns: Option<&str>, name: &str, opts: &DeleteOptions) -> ApiResult<DeleteOutcome> {
+    pub fn delete(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> ApiResult<DeleteOutcome> {
         let rt = self.canonical(rt)?;
         let key = key_of(&rt, ns, name);
         let mut st = self.inner.store.lock();
-        let cur = st.get(&ResourceKey::of(&rt), &key).ok_or_else(|| ApiError::not_found(&rt.plural, &rt.group, name))?;
+        let cur =
+            st.get(&ResourceKey::of(&rt), &key).ok_or_else(|| ApiError::not_found(&rt.plural, &rt.group, name))?;
         let uid = meta_str(&cur, "uid").unwrap_or_default().to_string();
         if let Some(p) = opts.precondition_uid.as_deref().filter(|s| !s.is_empty())
             && p != uid
@@ -923,7 +946,9 @@ impl Cluster {
         }
         if is_namespaces(&rt) {
             if INITIAL_NAMESPACES[..3].contains(&name) {
-                let mut e = ApiError::forbidden(format!("namespaces \"{name}\" is forbidden: this namespace may not be deleted"));
+                let mut e = ApiError::forbidden(format!(
+                    "namespaces \"{name}\" is forbidden: this namespace may not be deleted"
+                ));
                 e.details.name = Some(name.to_string());
                 e.details.kind = Some("namespaces".into());
                 return Err(e);
@@ -932,7 +957,10 @@ impl Cluster {
                 // Asked again once emptied (the namespace controller does): finish it.
                 drop(st);
                 self.finalize_namespace(name)?;
-                return self.get(&rt, None, name).map(DeleteOutcome::Pending).or_else(|_| Ok(DeleteOutcome::Deleted(present(&rt, &cur))));
+                return self
+                    .get(&rt, None, name)
+                    .map(DeleteOutcome::Pending)
+                    .or_else(|_| Ok(DeleteOutcome::Deleted(present(&rt, &cur))));
             }
             let mut new = (*cur).clone();
             let m = meta_mut(&mut new);
@@ -1096,7 +1124,11 @@ impl Cluster {
                         "Scale",
                         "autoscaling",
                         meta_str(cur, "name").unwrap_or_default(),
-                        vec![Cause::new("FieldValueInvalid", format!("Invalid value: {replicas}: must be greater than or equal to 0"), "spec.replicas")],
+                        vec![Cause::new(
+                            "FieldValueInvalid",
+                            format!("Invalid value: {replicas}: must be greater than or equal to 0"),
+                            "spec.replicas",
+                        )],
                     ));
                 }
                 let mut new = cur.clone();
@@ -1112,7 +1144,8 @@ impl Cluster {
         let rt = self.canonical(rt)?;
         let sel = self.selectors(&rt, opts.label_selector.as_deref(), opts.field_selector.as_deref())?;
         let ns = if rt.namespaced { ns.filter(|s| !s.is_empty()).map(String::from) } else { None };
-        let filter = watch::Filter { key: ResourceKey::of(&rt), ns: ns.clone(), labels: sel.labels, fields: sel.fields };
+        let filter =
+            watch::Filter { key: ResourceKey::of(&rt), ns: ns.clone(), labels: sel.labels, fields: sel.fields };
         let rv = opts.resource_version.as_deref().filter(|s| !s.is_empty() && *s != "0").map(parse_rv).transpose()?;
         if opts.send_initial_events && opts.resource_version_match.as_deref() != Some("NotOlderThan") {
             return Err(ApiError::invalid(
@@ -1253,25 +1286,36 @@ fn json_patch(rt: &ResourceType, cur: &Value, p: &Value) -> ApiResult<Value> {
     let ops: Vec<Value> = ops
         .iter()
         .filter(|op| {
-            let is_null_test = op.get("op").and_then(Value::as_str) == Some("test")
-                && op.get("value").is_some_and(Value::is_null);
-            let missing =
-                op.get("path").and_then(Value::as_str).is_some_and(|path| cur.pointer(path).is_none());
+            let is_null_test =
+                op.get("op").and_then(Value::as_str) == Some("test") && op.get("value").is_some_and(Value::is_null);
+            let missing = op.get("path").and_then(Value::as_str).is_some_and(|path| cur.pointer(path).is_none());
             !(is_null_test && missing)
         })
         .cloned()
         .collect();
-    let patch: json_patch::Patch =
-        serde_json::from_value(Value::Array(ops)).map_err(|e| ApiError::bad_request(format!("invalid json patch: {e}")))?;
+    let patch: json_patch::Patch = serde_json::from_value(Value::Array(ops))
+        .map_err(|e| ApiError::bad_request(format!("invalid json patch: {e}")))?;
     let mut doc = cur.clone();
     json_patch::patch(&mut doc, &patch).map_err(|e| {
-        ApiError::new(422, "Invalid", format!("{} \"{}\": {e}", rt.qualified(), meta_str(cur, "name").unwrap_or_default()))
+        ApiError::new(
+            422,
+            "Invalid",
+            format!("{} \"{}\": {e}", rt.qualified(), meta_str(cur, "name").unwrap_or_default()),
+        )
     })?;
     Ok(doc)
 }
 
 /// managedFields bookkeeping for create/update/patch writes (a stand-in until the patch module's lands).
-fn record_update(_rt: &ResourceType, _old: Option<&Value>, _new: &mut Value, _manager: &str, _sub: Option<&str>, _now: &str) {}
+fn record_update(
+    _rt: &ResourceType,
+    _old: Option<&Value>,
+    _new: &mut Value,
+    _manager: &str,
+    _sub: Option<&str>,
+    _now: &str,
+) {
+}
 
 fn default_service(obj: &mut Value) {
     let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
@@ -1306,8 +1350,10 @@ fn allocate_cluster_ip(st: &State, rt: &ResourceType, obj: &mut Value) -> ApiRes
     let ip = match requested.as_deref() {
         Some("None") => "None".to_string(),
         Some(ip) => {
-            let field_err = |msg: String| invalid(rt, &name, vec![Cause::new("FieldValueInvalid", msg, "spec.clusterIPs")]);
-            let v = ip_to_u32(ip).ok_or_else(|| field_err(format!("Invalid value: []string{{\"{ip}\"}}: must be a valid IP address")))?;
+            let field_err =
+                |msg: String| invalid(rt, &name, vec![Cause::new("FieldValueInvalid", msg, "spec.clusterIPs")]);
+            let v = ip_to_u32(ip)
+                .ok_or_else(|| field_err(format!("Invalid value: []string{{\"{ip}\"}}: must be a valid IP address")))?;
             if !(SERVICE_NET..SERVICE_NET + SERVICE_NET_SIZE).contains(&v) {
                 return Err(field_err(format!(
                     "Invalid value: []string{{\"{ip}\"}}: failed to allocate IP {ip}: the provided IP ({ip}) is not in the valid range. The range of valid IPs is 10.96.0.0/12"
@@ -1364,7 +1410,11 @@ fn validate_crd(crd: &Value) -> Vec<Cause> {
     }
     let versions = crd.pointer("/spec/versions").and_then(Value::as_array).cloned().unwrap_or_default();
     if versions.is_empty() {
-        causes.push(Cause::new("FieldValueRequired", "Required value: must have exactly one version marked as storage version", "spec.versions"));
+        causes.push(Cause::new(
+            "FieldValueRequired",
+            "Required value: must have exactly one version marked as storage version",
+            "spec.versions",
+        ));
     } else if versions.iter().filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true)).count() != 1 {
         causes.push(Cause::new(
             "FieldValueInvalid",
@@ -1376,7 +1426,10 @@ fn validate_crd(crd: &Value) -> Vec<Cause> {
         Some("Namespaced" | "Cluster") => {}
         other => causes.push(Cause::new(
             "FieldValueNotSupported",
-            format!("Unsupported value: \"{}\": supported values: \"Cluster\", \"Namespaced\"", other.unwrap_or_default()),
+            format!(
+                "Unsupported value: \"{}\": supported values: \"Cluster\", \"Namespaced\"",
+                other.unwrap_or_default()
+            ),
             "spec.scope",
         )),
     }

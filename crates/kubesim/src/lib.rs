@@ -30,3 +30,8 @@ pub mod schema;
 pub mod selector;
 pub mod store;
 pub mod table;
+
+mod sim;
+
+pub use http::{RequestCounts, RequestKey};
+pub use sim::{Sim, SimBuilder, SimError};

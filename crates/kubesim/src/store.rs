@@ -82,7 +82,10 @@ pub enum Mutation {
 /// What a committed write produced.
 #[derive(Debug, Clone)]
 pub enum Committed {
-    Put { object: Arc<Value>, created: bool },
+    Put {
+        object: Arc<Value>,
+        created: bool,
+    },
     Deleted(Arc<Value>),
     /// A no-op: the unchanged current object (None when there was none).
     Unchanged(Option<Arc<Value>>),
@@ -160,7 +163,12 @@ impl State {
     }
 
     /// Objects of one resource, optionally in one namespace, in key order, starting after `after`.
-    pub fn range(&self, key: &ResourceKey, ns: Option<&str>, after: Option<&ObjectKey>) -> Vec<(ObjectKey, Arc<Value>)> {
+    pub fn range(
+        &self,
+        key: &ResourceKey,
+        ns: Option<&str>,
+        after: Option<&ObjectKey>,
+    ) -> Vec<(ObjectKey, Arc<Value>)> {
         let Some(map) = self.objects.by_resource.get(key) else {
             return Vec::new();
         };
@@ -230,7 +238,10 @@ impl State {
 
     /// Whether any object lives in namespace `ns` (in any resource).
     pub fn namespace_has_objects(&self, ns: &str) -> bool {
-        self.objects.by_resource.values().any(|m| m.range((ns.to_string(), String::new())..).next().is_some_and(|(k, _)| k.0 == ns))
+        self.objects
+            .by_resource
+            .values()
+            .any(|m| m.range((ns.to_string(), String::new())..).next().is_some_and(|(k, _)| k.0 == ns))
     }
 
     /// Applies a mutation decided by the caller. `rt` is the type the write came through (events carry it).
@@ -279,7 +290,14 @@ impl State {
         out
     }
 
-    fn publish(&mut self, rt: &ResourceRef, key: ResourceKey, kind: ChangeKind, object: Arc<Value>, old: Option<Arc<Value>>) {
+    fn publish(
+        &mut self,
+        rt: &ResourceRef,
+        key: ResourceKey,
+        kind: ChangeKind,
+        object: Arc<Value>,
+        old: Option<Arc<Value>>,
+    ) {
         let change = Change { rt: rt.clone(), kind, object, old, resource_version: self.rv };
         let now = Instant::now();
         self.history.push_back(Entry { change: change.clone(), key, at: now });

@@ -176,7 +176,15 @@ impl FieldSelector {
 pub fn selectable_fields(group: &str, plural: &str) -> Vec<String> {
     let mut f = vec!["metadata.name".to_string(), "metadata.namespace".to_string()];
     let extra: &[&str] = match (group, plural) {
-        ("", "pods") => &["spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName", "status.phase", "status.podIP", "status.nominatedNodeName"],
+        ("", "pods") => &[
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "status.phase",
+            "status.podIP",
+            "status.nominatedNodeName",
+        ],
         ("", "events") => &[
             "involvedObject.kind",
             "involvedObject.namespace",

@@ -77,7 +77,8 @@ pub fn generation_bumps(rt: &ResourceType, old: &Value, new: &Value) -> bool {
         return false;
     }
     if rt.is_crd() {
-        let skip = |k: &str| k == "metadata" || k == "apiVersion" || k == "kind" || (rt.subresources.status && k == "status");
+        let skip =
+            |k: &str| k == "metadata" || k == "apiVersion" || k == "kind" || (rt.subresources.status && k == "status");
         let keys = |v: &Value| -> Vec<String> {
             v.as_object().map(|m| m.keys().filter(|k| !skip(k)).cloned().collect()).unwrap_or_default()
         };
@@ -145,8 +146,10 @@ mod tests {
 
     #[test]
     fn same_content_ignores_rv_and_managed_field_times() {
-        let a = json!({"metadata":{"resourceVersion":"1","managedFields":[{"manager":"m","time":"t1"}]},"data":{"a":"1"}});
-        let b = json!({"metadata":{"resourceVersion":"2","managedFields":[{"manager":"m","time":"t2"}]},"data":{"a":"1"}});
+        let a =
+            json!({"metadata":{"resourceVersion":"1","managedFields":[{"manager":"m","time":"t1"}]},"data":{"a":"1"}});
+        let b =
+            json!({"metadata":{"resourceVersion":"2","managedFields":[{"manager":"m","time":"t2"}]},"data":{"a":"1"}});
         assert!(same_content(&a, &b));
         let c = json!({"metadata":{"resourceVersion":"2"},"data":{"a":"2"}});
         assert!(!same_content(&a, &c));

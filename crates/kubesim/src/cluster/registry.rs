@@ -36,10 +36,8 @@ impl Registry {
     }
 
     pub fn unregister_crd(&mut self, name: &str) -> Vec<ResourceRef> {
-        let (gone, kept): (Vec<_>, Vec<_>) = self
-            .types
-            .drain(..)
-            .partition(|t| matches!(&t.origin, Origin::Crd { crd_name, .. } if crd_name == name));
+        let (gone, kept): (Vec<_>, Vec<_>) =
+            self.types.drain(..).partition(|t| matches!(&t.origin, Origin::Crd { crd_name, .. } if crd_name == name));
         self.types = kept;
         gone
     }

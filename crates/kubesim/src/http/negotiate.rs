@@ -70,7 +70,8 @@ fn parse_json(body: &[u8], kind: &str) -> ApiResult<Value> {
 }
 
 fn parse_yaml(body: &[u8]) -> ApiResult<Value> {
-    serde_saphyr::from_slice::<Value>(body).map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))
+    serde_saphyr::from_slice::<Value>(body)
+        .map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))
 }
 
 /// A create/update body: JSON, YAML or protobuf.
@@ -93,8 +94,12 @@ pub fn decode_patch(content_type: Option<&str>, body: &[u8], rt: &ResourceType) 
     }
     let bad = |e: String| ApiError::bad_request(format!("error decoding patch: {e}"));
     match media_type(content_type).as_str() {
-        "application/merge-patch+json" => serde_json::from_slice(body).map(PatchBody::Merge).map_err(|e| bad(e.to_string())),
-        "application/json-patch+json" => serde_json::from_slice(body).map(PatchBody::Json).map_err(|e| bad(e.to_string())),
+        "application/merge-patch+json" => {
+            serde_json::from_slice(body).map(PatchBody::Merge).map_err(|e| bad(e.to_string()))
+        }
+        "application/json-patch+json" => {
+            serde_json::from_slice(body).map(PatchBody::Json).map_err(|e| bad(e.to_string()))
+        }
         "application/strategic-merge-patch+json" => {
             serde_json::from_slice(body).map(PatchBody::Strategic).map_err(|e| bad(e.to_string()))
         }

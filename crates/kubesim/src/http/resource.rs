@@ -15,8 +15,8 @@ use super::negotiate::{self, Output};
 use super::route::ResourcePath;
 use super::{AppState, DEFAULT_WATCH_TIMEOUT, error_response, json_response, output};
 use crate::cluster::{
-    DeleteOptions, DeleteOutcome, FieldValidation, ListOptions, PropagationPolicy, Subresource, WatchEvent, WatchOptions,
-    WriteOptions, WriteOutcome,
+    DeleteOptions, DeleteOutcome, FieldValidation, ListOptions, PropagationPolicy, Subresource, WatchEvent,
+    WatchOptions, WriteOptions, WriteOutcome,
 };
 use crate::error::{ApiError, ApiResult};
 use crate::faults::FaultDecision;
@@ -105,7 +105,7 @@ fn subresource(path: &ResourcePath) -> Subresource {
     }
 }
 
-fn header_str<'a>(headers: &'a HeaderMap, name: header::HeaderName) -> Option<&'a str> {
+fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
@@ -231,7 +231,14 @@ async fn serve(
             if path.subresource.as_deref() == Some("finalize") {
                 cluster.finalize_namespace(name)?;
                 return cluster.get(&rt, None, name).map(|o| json_response(200, &o)).or_else(|e| {
-                    if e.code == 404 { Ok(json_response(200, &json!({"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": name}}))) } else { Err(e) }
+                    if e.code == 404 {
+                        Ok(json_response(
+                            200,
+                            &json!({"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": name}}),
+                        ))
+                    } else {
+                        Err(e)
+                    }
                 });
             }
             let obj = negotiate::decode_object(ct.as_deref(), &body, &rt)?;
@@ -308,7 +315,8 @@ fn delete_options(q: &Params, body: &[u8]) -> ApiResult<DeleteOptions> {
             )));
         }
     };
-    let orphan = q.get("orphanDependents").map(|v| v == "true").or_else(|| b.get("orphanDependents").and_then(Value::as_bool));
+    let orphan =
+        q.get("orphanDependents").map(|v| v == "true").or_else(|| b.get("orphanDependents").and_then(Value::as_bool));
     if propagation_policy.is_none() {
         propagation_policy = match orphan {
             Some(true) => Some(PropagationPolicy::Orphan),

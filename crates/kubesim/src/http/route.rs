@@ -11,7 +11,10 @@ pub enum Route {
     /// `/apis/GROUP`
     Group(String),
     /// `/api/v1`, `/apis/GROUP/VERSION`
-    ResourceList { group: String, version: String },
+    ResourceList {
+        group: String,
+        version: String,
+    },
     OpenApiRoot,
     /// `/openapi/v3/apis/G/V`, `/openapi/v3/api/v1`
     OpenApiDoc(String),

@@ -1,0 +1,209 @@
+//! The [`Sim`] handle: an emulator running in-process on 127.0.0.1, with its kubeconfig, a ready kube client,
+//! the cluster, the fault injector and the request counters. Dropping it stops the server and the controllers.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::cluster::Cluster;
+use crate::controllers::{self, ControllerConfig, Controllers};
+use crate::faults::{FaultConfig, FaultInjector};
+use crate::http::{self, AppState, RequestCounts};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("cannot listen on 127.0.0.1:{port}: {source}")]
+    Bind { port: u16, source: std::io::Error },
+    #[error("cannot build a kube client for the emulator: {0}")]
+    Client(String),
+    #[error("cannot write the kubeconfig to {path}: {source}")]
+    Kubeconfig { path: String, source: std::io::Error },
+}
+
+/// Configures and starts a [`Sim`].
+#[derive(Debug, Clone)]
+pub struct SimBuilder {
+    port: u16,
+    controllers: ControllerConfig,
+    faults: FaultConfig,
+    token: String,
+    ready_delay: Duration,
+    run_controllers: bool,
+}
+
+impl Default for SimBuilder {
+    fn default() -> Self {
+        SimBuilder {
+            port: 0,
+            controllers: ControllerConfig::default(),
+            faults: FaultConfig::default(),
+            token: "kubesim-token".into(),
+            ready_delay: Duration::ZERO,
+            run_controllers: true,
+        }
+    }
+}
+
+impl SimBuilder {
+    /// 0 (the default) picks a free port.
+    pub fn port(mut self, port: u16) -> Self {
+        self.port = port;
+        self
+    }
+
+    pub fn controllers(mut self, config: ControllerConfig) -> Self {
+        self.controllers = config;
+        self
+    }
+
+    /// Runs no simulated controllers (an API server alone, like envtest).
+    pub fn without_controllers(mut self) -> Self {
+        self.run_controllers = false;
+        self
+    }
+
+    pub fn faults(mut self, config: FaultConfig) -> Self {
+        self.faults = config;
+        self
+    }
+
+    /// The bearer token clients must present.
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.token = token.into();
+        self
+    }
+
+    /// /readyz fails for this long after start.
+    pub fn ready_delay(mut self, delay: Duration) -> Self {
+        self.ready_delay = delay;
+        self
+    }
+
+    /// Starts the server on the current tokio runtime.
+    pub async fn start(self) -> Result<Sim, SimError> {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", self.port))
+            .await
+            .map_err(|source| SimError::Bind { port: self.port, source })?;
+        let addr = listener.local_addr().map_err(|source| SimError::Bind { port: self.port, source })?;
+        let cluster = Cluster::new();
+        let faults = FaultInjector::new(self.faults.clone());
+        let mut state = AppState::new(cluster.clone(), faults.clone(), Some(self.token.clone()));
+        state.address = addr.to_string().into();
+        state.ready_at = Instant::now() + self.ready_delay;
+        let counters = state.counters.clone();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(async move {
+            let shutdown = async move {
+                let _ = stop_rx.await;
+            };
+            if let Err(e) = http::serve(listener, state, shutdown).await {
+                tracing::error!(error = %e, "kubesim server stopped");
+            }
+        });
+        let controllers = if self.run_controllers {
+            Some(controllers::spawn(cluster.clone(), self.controllers.clone()))
+        } else {
+            None
+        };
+        let kubeconfig = kubeconfig_yaml(&format!("http://{addr}"), &self.token);
+        let client = client_for(&kubeconfig).await?;
+        Ok(Sim {
+            addr,
+            token: self.token,
+            cluster,
+            faults,
+            counters,
+            client,
+            kubeconfig,
+            stop: Some(stop_tx),
+            server,
+            _controllers: controllers,
+        })
+    }
+}
+
+async fn client_for(kubeconfig: &str) -> Result<kube::Client, SimError> {
+    let kc = kube::config::Kubeconfig::from_yaml(kubeconfig).map_err(|e| SimError::Client(e.to_string()))?;
+    let config = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+        .await
+        .map_err(|e| SimError::Client(e.to_string()))?;
+    kube::Client::try_from(config).map_err(|e| SimError::Client(e.to_string()))
+}
+
+/// A kubeconfig with one cluster, user and context named `kubesim`.
+pub fn kubeconfig_yaml(server: &str, token: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: kubesim\n  cluster:\n    server: {server}\nusers:\n- name: kubesim\n  user:\n    token: {token}\ncontexts:\n- name: kubesim\n  context:\n    cluster: kubesim\n    user: kubesim\n    namespace: default\ncurrent-context: kubesim\npreferences: {{}}\n"
+    )
+}
+
+/// A running emulator.
+pub struct Sim {
+    addr: SocketAddr,
+    token: String,
+    cluster: Cluster,
+    faults: FaultInjector,
+    counters: http::Counters,
+    client: kube::Client,
+    kubeconfig: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    server: tokio::task::JoinHandle<()>,
+    _controllers: Option<Controllers>,
+}
+
+impl Sim {
+    pub fn builder() -> SimBuilder {
+        SimBuilder::default()
+    }
+
+    /// `http://127.0.0.1:PORT`
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    pub fn kubeconfig_yaml(&self) -> String {
+        self.kubeconfig.clone()
+    }
+
+    pub fn write_kubeconfig(&self, path: impl AsRef<Path>) -> Result<(), SimError> {
+        let path = path.as_ref();
+        std::fs::write(path, &self.kubeconfig)
+            .map_err(|source| SimError::Kubeconfig { path: path.display().to_string(), source })
+    }
+
+    /// A kube client authenticated with the emulator's token.
+    pub fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    pub fn faults(&self) -> &FaultInjector {
+        &self.faults
+    }
+
+    /// A snapshot of the request counters; diff two with [`RequestCounts::since`].
+    pub fn requests(&self) -> RequestCounts {
+        self.counters.snapshot()
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        // Open watch streams would keep a graceful shutdown waiting; the server has nothing to flush.
+        self.server.abort();
+    }
+}
