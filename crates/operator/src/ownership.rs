@@ -80,6 +80,12 @@ pub fn ownership(ms: &Microservice, existing: Option<&ObjectMeta>) -> Ownership 
     }
 }
 
+/// JSON merge patch that removes the handover annotation after adoption. Server-side apply cannot remove it:
+/// the field belongs to whoever annotated the object, not to the operator's field manager.
+pub fn handover_cleanup_patch() -> serde_json::Value {
+    serde_json::json!({ "metadata": { "annotations": { HANDOVER_ANNOTATION: null } } })
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ConflictReason {
     /// Exists without a controller and was not handed over.
@@ -246,6 +252,13 @@ mod tests {
         for (existing, expected) in cases {
             assert_eq!(ownership(&ms, existing.as_ref()), expected, "{existing:?}");
         }
+    }
+
+    #[test]
+    fn the_cleanup_patch_removes_only_the_handover_annotation() {
+        let patch = handover_cleanup_patch();
+        assert_eq!(patch["metadata"]["annotations"].as_object().unwrap().len(), 1);
+        assert!(patch["metadata"]["annotations"][HANDOVER_ANNOTATION].is_null());
     }
 
     #[test]

@@ -152,6 +152,8 @@ pub struct CpuMemory {
 
 #[derive(Debug, Error)]
 pub enum ProfileError {
+    #[error("cannot read the platform profile {path}: {source}")]
+    Read { path: String, source: std::io::Error },
     #[error("the platform profile is not valid YAML for this operator: {0}")]
     Parse(#[from] serde_saphyr::Error),
     #[error("allowedRepositories entry `{entry}` is not a repository name without tag or digest: {source}")]
@@ -174,6 +176,12 @@ impl PlatformProfile {
         let profile: PlatformProfile = serde_saphyr::from_str(text)?;
         profile.validate()?;
         Ok(profile)
+    }
+
+    pub fn from_file(path: &std::path::Path) -> Result<Self, ProfileError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ProfileError::Read { path: path.display().to_string(), source })?;
+        Self::from_yaml(&text)
     }
 
     pub fn validate(&self) -> Result<(), ProfileError> {
@@ -273,6 +281,18 @@ mod tests {
             Err(ProfileError::ProbePath(_))
         ));
         assert!(matches!(PlatformProfile::from_yaml("partOf: \"-bad\"\n"), Err(ProfileError::PartOf(_))));
+    }
+
+    #[test]
+    fn the_printed_default_profile_reads_back_as_the_default() {
+        let yaml = serde_saphyr::to_string(&PlatformProfile::default()).unwrap();
+        assert_eq!(PlatformProfile::from_yaml(&yaml).unwrap(), PlatformProfile::default());
+    }
+
+    #[test]
+    fn a_missing_file_names_the_path() {
+        let error = PlatformProfile::from_file(std::path::Path::new("/nonexistent/profile.yaml")).unwrap_err();
+        assert!(error.to_string().contains("/nonexistent/profile.yaml"), "{error}");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
 
 use crate::contract::{Contract, Violation, summarize};
 use crate::crd::{Condition, ConditionStatus, ConditionType, Microservice, MicroserviceStatus, Phase};
@@ -51,6 +52,9 @@ pub fn compute_status(
     now: &Time,
 ) -> MicroserviceStatus {
     let previous = ms.status.clone().unwrap_or_default();
+    // metav1.Time has whole seconds on the wire; a finer value would differ from its own read-back and cause a
+    // second, needless status write.
+    let now = &Time(Timestamp::from_second(now.0.as_second()).unwrap_or(now.0));
     let generation = ms.metadata.generation;
     let name = ms.metadata.name.as_deref().unwrap_or_default();
     let namespace = ms.metadata.namespace.as_deref().unwrap_or_default();
@@ -191,6 +195,63 @@ pub fn compute_status(
     }
 }
 
+/// An Event a status change deserves (Events for writes to children are the reconcile's).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatusEvent {
+    pub warning: bool,
+    /// CamelCase Event reason.
+    pub reason: &'static str,
+    pub note: String,
+}
+
+/// Event reasons for status changes.
+pub mod event_reasons {
+    pub const ACCEPTED: &str = "Accepted";
+    pub const INVALID_SPEC: &str = "InvalidSpec";
+    pub const ROLLOUT_COMPLETE: &str = "RolloutComplete";
+    pub const ROLLOUT_FAILED: &str = "RolloutFailed";
+    pub const RESOURCE_CONFLICT: &str = "ResourceConflict";
+}
+
+fn find_condition(status: Option<&MicroserviceStatus>, type_: ConditionType) -> Option<&Condition> {
+    status.and_then(|s| s.conditions.iter().find(|c| c.type_ == type_))
+}
+
+/// Events for the states `next` entered. A state is identified by a condition's (status, reason, generation), so
+/// a reconcile that changes nothing, or only a message, emits nothing: one Event per state and generation.
+pub fn status_events(previous: Option<&MicroserviceStatus>, next: &MicroserviceStatus) -> Vec<StatusEvent> {
+    let entered = |type_: ConditionType, wanted: ConditionStatus| {
+        let now = find_condition(Some(next), type_).filter(|c| c.status == wanted)?;
+        let before = find_condition(previous, type_);
+        let same = before.is_some_and(|b| {
+            b.status == now.status && b.reason == now.reason && b.observed_generation == now.observed_generation
+        });
+        (!same).then_some(now)
+    };
+    let mut events = Vec::new();
+    use ConditionStatus::{False, True};
+    if let Some(c) = entered(ConditionType::Accepted, False) {
+        events.push(StatusEvent { warning: true, reason: event_reasons::INVALID_SPEC, note: c.message.clone() });
+    }
+    // Accepted is news only when it ends a refusal (or is the first verdict), not on every new generation.
+    let was_accepted = find_condition(previous, ConditionType::Accepted).is_some_and(|c| c.status == True);
+    if !was_accepted && let Some(c) = entered(ConditionType::Accepted, True) {
+        events.push(StatusEvent { warning: false, reason: event_reasons::ACCEPTED, note: c.message.clone() });
+    }
+    if let Some(c) = entered(ConditionType::Degraded, True) {
+        let reason = if c.reason == reasons::PROGRESS_DEADLINE_EXCEEDED {
+            event_reasons::ROLLOUT_FAILED
+        } else {
+            event_reasons::RESOURCE_CONFLICT
+        };
+        events.push(StatusEvent { warning: true, reason, note: c.message.clone() });
+    }
+    if let Some(c) = entered(ConditionType::Ready, True) {
+        events.push(StatusEvent { warning: false, reason: event_reasons::ROLLOUT_COMPLETE, note: c.message.clone() });
+    }
+    events
+}
+
 fn as_expected() -> (ConditionStatus, &'static str, String) {
     (ConditionStatus::False, reasons::AS_EXPECTED, "no problem observed".to_string())
 }
@@ -291,16 +352,14 @@ fn rolled_out_image(d: &Deployment) -> Option<String> {
 mod tests {
     use std::collections::BTreeMap;
 
-    use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentSpec, DeploymentStatus};
-    use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-    use k8s_openapi::jiff::Timestamp;
-
     use super::*;
     use crate::contract::validate;
     use crate::crd::MicroserviceSpec;
     use crate::ownership::{Ownership, conflict};
     use crate::profile::PlatformProfile;
+    use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentSpec, DeploymentStatus};
+    use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     const IMAGE_V1: &str = "ghcr.io/example/todo-api:1.0.0";
     const IMAGE_V2: &str = "ghcr.io/example/todo-api:2.0.0";
@@ -604,6 +663,64 @@ mod tests {
         assert_eq!(condition(&done, ConditionType::Progressing).last_transition_time, at(50));
         assert_eq!(condition(&done, ConditionType::Accepted).last_transition_time, at(0));
         assert_eq!(condition(&done, ConditionType::Degraded).last_transition_time, at(0));
+    }
+
+    #[test]
+    fn transition_times_have_whole_seconds_like_the_server_returns() {
+        let precise =
+            Time(Timestamp::from_second(1_780_000_000).unwrap() + k8s_openapi::jiff::SignedDuration::from_millis(750));
+        let status = run(&ms(IMAGE_V1, 1, None), None, false, &precise);
+        let written: MicroserviceStatus = serde_json::from_slice(&serde_json::to_vec(&status).unwrap()).unwrap();
+        assert_eq!(written, status, "what is written reads back equal, so the next reconcile writes nothing");
+    }
+
+    fn reasons_of(events: &[StatusEvent]) -> Vec<&'static str> {
+        events.iter().map(|e| e.reason).collect()
+    }
+
+    #[test]
+    fn events_are_emitted_once_per_state_and_generation() {
+        let rolling = D { counters: (1, 1, 0, 0), ..complete(1, IMAGE_V1) }.build();
+        let first = run(&ms(IMAGE_V1, 1, None), Some(&rolling), true, &at(0));
+        assert_eq!(reasons_of(&status_events(None, &first)), ["Accepted"]);
+        let still = run(&ms(IMAGE_V1, 1, Some(first.clone())), Some(&rolling), true, &at(5));
+        assert!(status_events(Some(&first), &still).is_empty());
+
+        let ready = run(&ms(IMAGE_V1, 1, Some(still.clone())), Some(&complete(1, IMAGE_V1).build()), true, &at(9));
+        let events = status_events(Some(&still), &ready);
+        assert_eq!(reasons_of(&events), ["RolloutComplete"]);
+        assert!(!events[0].warning);
+
+        // A new, invalid generation: one warning; the same refusal again: nothing.
+        let invalid = run(&ms("ghcr.io/example/todo-api:latest", 2, Some(ready.clone())), None, true, &at(20));
+        let events = status_events(Some(&ready), &invalid);
+        assert_eq!(reasons_of(&events), ["InvalidSpec"]);
+        assert!(events[0].warning && events[0].note.contains("latest"));
+        let again = run(&ms("ghcr.io/example/todo-api:latest", 2, Some(invalid.clone())), None, true, &at(30));
+        assert!(status_events(Some(&invalid), &again).is_empty());
+        // The user tries another invalid image: a new generation deserves a new warning.
+        let other = run(&ms("nginx:1", 3, Some(again.clone())), None, true, &at(40));
+        assert_eq!(reasons_of(&status_events(Some(&again), &other)), ["InvalidSpec"]);
+
+        // Fixed, but the rollout misses its deadline.
+        let failing =
+            D { deadline_exceeded: true, counters: (3, 1, 2, 2), generation: 4, observed: 4, ..complete(4, IMAGE_V2) };
+        let failed = run(&ms(IMAGE_V2, 4, Some(other.clone())), Some(&failing.build()), true, &at(50));
+        assert_eq!(reasons_of(&status_events(Some(&other), &failed)), ["Accepted", "RolloutFailed"]);
+    }
+
+    #[test]
+    fn a_conflict_is_announced_once() {
+        let ms1 = ms(IMAGE_V1, 1, None);
+        let contract = validate(&ms1.spec, &PlatformProfile::default());
+        let conflicts = [conflict(&ms1, ChildKind::Service, &Ownership::Unowned).unwrap()];
+        let first = compute_status(&ms1, &contract, None, None, &conflicts, &at(0));
+        let events = status_events(None, &first);
+        assert_eq!(reasons_of(&events), ["Accepted", "ResourceConflict"]);
+        assert!(events[1].note.contains("platform.example.com/handover=todo-api"));
+        let ms2 = ms(IMAGE_V1, 1, Some(first.clone()));
+        let second = compute_status(&ms2, &contract, None, None, &conflicts, &at(10));
+        assert!(status_events(Some(&first), &second).is_empty());
     }
 
     #[test]
