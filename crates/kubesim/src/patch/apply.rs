@@ -745,4 +745,83 @@ mod tests {
         assert_eq!(out["metadata"]["finalizers"], json!(["a", "b"]));
         assert!(entry(&out, "beta").unwrap()["fieldsV1"]["f:metadata"]["f:finalizers"]["v:\"b\""].is_object());
     }
+
+    #[test]
+    fn kubectl_client_side_then_server_side_apply() {
+        // kubectl apply (client side) creates with POST, then updates with a strategic merge patch; a later
+        // `kubectl apply --server-side` of the same values shares the fields, a new image conflicts.
+        let d = rt("Deployment");
+        let mut created = stored(config(containers(nginx("nginx:1"))), "1");
+        record_update(&d, None, &mut created, "kubectl-client-side-apply", None, "2026-12-02T10:00:00Z");
+        let patch = json!({"spec":{"template":{"spec":{"$setElementOrder/containers":[{"name":"nginx"}],
+            "containers":[{"image":"nginx:2","name":"nginx"}]}}}});
+        let mut updated = crate::patch::strategic::strategic_merge_patch(&d, &created, &patch).unwrap();
+        record_update(&d, Some(&created), &mut updated, "kubectl-client-side-apply", None, "2026-12-02T10:05:00Z");
+        let live = stored(updated, "2");
+        assert_eq!(live["metadata"]["managedFields"].as_array().unwrap().len(), 1);
+
+        let same = apply(&d, Some(&live), &config(containers(nginx("nginx:2"))), "kubectl", false).unwrap();
+        assert!(entry(&same, "kubectl").is_some());
+        assert!(entry(&same, "kubectl-client-side-apply").is_some());
+
+        let err = apply(&d, Some(&live), &config(containers(nginx("nginx:3"))), "kubectl", false).unwrap_err();
+        assert_eq!(
+            err.message,
+            "Apply failed with 1 conflict: conflict with \"kubectl-client-side-apply\" using apps/v1: .spec.template.spec.containers[name=\"nginx\"].image"
+        );
+    }
+
+    #[test]
+    fn scale_through_the_subresource_takes_replicas_from_the_applier() {
+        let d = rt("Deployment");
+        let mut spec = containers(nginx("nginx:1"));
+        spec["replicas"] = json!(2);
+        let live = stored(apply(&d, None, &config(spec.clone()), "alpha", false).unwrap(), "1");
+        let mut scaled = live.clone();
+        scaled["spec"]["replicas"] = json!(4);
+        record_update(&d, Some(&live), &mut scaled, "kubectl", Some("scale"), "2026-12-02T12:30:00Z");
+        let scaled = stored(scaled, "2");
+        assert!(entry(&scaled, "alpha").unwrap()["fieldsV1"]["f:spec"].get("f:replicas").is_none());
+        let err = apply(&d, Some(&scaled), &config(spec), "alpha", false).unwrap_err();
+        assert_eq!(
+            err.message,
+            "Apply failed with 1 conflict: conflict with \"kubectl\" with subresource \"scale\" using apps/v1: .spec.replicas"
+        );
+    }
+
+    #[test]
+    fn crd_status_conditions_applied_by_a_controller() {
+        let mut w = widget_type();
+        w.subresources.status = true;
+        if let Origin::Crd { schema, .. } = &mut w.origin {
+            schema["properties"]["status"] = json!({"type":"object","properties":{"conditions":{"type":"array",
+                "x-kubernetes-list-type":"map","x-kubernetes-list-map-keys":["type"],"items":{"type":"object"}}}});
+        }
+        let live = stored(apply(&w, None, &widget(json!({"tags":["a"]})), "user", false).unwrap(), "1");
+        let status = |conds: Value| json!({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"status":{"conditions":conds}});
+        let status_apply = |live: &Value, body: &Value, manager: &str| {
+            server_side_apply(ApplyRequest {
+                rt: &w,
+                live: Some(live),
+                applied: body,
+                manager,
+                force: false,
+                subresource: Some("status"),
+                now: "t",
+            })
+        };
+        let out = status_apply(&live, &status(json!([{"type":"Ready","status":"True"}])), "operator").unwrap();
+        let live = stored(out, "2");
+        let out = status_apply(&live, &status(json!([{"type":"Degraded","status":"False"}])), "auditor").unwrap();
+        let types: Vec<&str> =
+            out["status"]["conditions"].as_array().unwrap().iter().map(|c| c["type"].as_str().unwrap()).collect();
+        assert_eq!(types, ["Ready", "Degraded"]);
+        assert_eq!(out["spec"], json!({"tags":["a"]}));
+        let live = stored(out, "3");
+        let err = status_apply(&live, &status(json!([{"type":"Ready","status":"False"}])), "auditor").unwrap_err();
+        assert_eq!(
+            err.message,
+            "Apply failed with 1 conflict: conflict with \"operator\" with subresource \"status\": .status.conditions[type=\"Ready\"].status"
+        );
+    }
 }

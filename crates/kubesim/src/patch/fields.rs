@@ -70,10 +70,10 @@ impl FieldSet {
 
     pub fn to_fields_v1(&self) -> Value {
         let mut m = Map::new();
-        if self.member && !self.children.is_empty() {
+        if self.member && self.children.values().any(|c| !c.is_empty()) {
             m.insert(".".into(), Value::Object(Map::new()));
         }
-        for (k, child) in &self.children {
+        for (k, child) in self.children.iter().filter(|(_, c)| !c.is_empty()) {
             m.insert(k.clone(), child.to_fields_v1());
         }
         Value::Object(m)
@@ -242,6 +242,10 @@ fn value_set(v: &Value, node: &Node, name: &str, mark_containers: bool) -> Field
                     continue;
                 }
                 set.children.insert(field(k), value_set(child, &node.field(k), k, mark_containers));
+            }
+            // An object of nulls only is a leaf, like an empty one.
+            if set.children.is_empty() {
+                set.member = true;
             }
             set
         }

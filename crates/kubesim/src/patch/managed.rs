@@ -102,6 +102,7 @@ pub fn decode(obj: &Value) -> Vec<Entry> {
 /// stores them in `metadata.managedFields`, dropping entries that own nothing.
 pub fn store(obj: &mut Value, mut entries: Vec<Entry>) {
     entries.retain(|e| !e.fields.is_empty());
+    cap_update_managers(&mut entries);
     entries.sort_by(|p, q| {
         (p.operation, &p.time, &p.manager, &p.api_version, &p.subresource).cmp(&(
             q.operation,
@@ -119,6 +120,46 @@ pub fn store(obj: &mut Value, mut entries: Vec<Entry>) {
     } else {
         meta.insert("managedFields".into(), Value::Array(entries.iter().map(Entry::to_json).collect()));
     }
+}
+
+/// Upstream keeps at most this many Update entries; older ones are merged into one bucket per API version.
+const MAX_UPDATE_MANAGERS: usize = 10;
+const OLD_UPDATES_MANAGER: &str = "ancient-changes";
+
+fn cap_update_managers(entries: &mut Vec<Entry>) {
+    let mut updates: Vec<usize> = (0..entries.len()).filter(|&i| entries[i].operation == Operation::Update).collect();
+    if updates.len() <= MAX_UPDATE_MANAGERS {
+        return;
+    }
+    updates.sort_by(|&a, &b| (&entries[a].time, &entries[a].manager).cmp(&(&entries[b].time, &entries[b].manager)));
+    let mut length = updates.len();
+    let mut first_of_version: Vec<(String, usize)> = Vec::new();
+    let mut gone: Vec<usize> = Vec::new();
+    for &i in &updates {
+        if length <= MAX_UPDATE_MANAGERS {
+            break;
+        }
+        let version = entries[i].api_version.clone();
+        match first_of_version.iter().find(|(v, _)| *v == version).map(|(_, f)| *f) {
+            Some(bucket) => {
+                // The oldest entry of this version became the bucket; fold this one in and take its (newer) time.
+                entries[bucket].manager = OLD_UPDATES_MANAGER.to_string();
+                entries[bucket].subresource = None;
+                let fields = entries[i].fields.clone();
+                entries[bucket].fields.union(&fields);
+                entries[bucket].time = entries[i].time.clone();
+                gone.push(i);
+                length -= 1;
+            }
+            None => first_of_version.push((version, i)),
+        }
+    }
+    let mut index = 0;
+    entries.retain(|_| {
+        let keep = !gone.contains(&index);
+        index += 1;
+        keep
+    });
 }
 
 /// metadata fields that identify the object or that the server sets; nobody owns them.
@@ -354,6 +395,28 @@ mod tests {
         assert_eq!(entries.len(), 1);
         assert_eq!(entries[0]["time"], "t1");
         assert_eq!(entries[0]["fieldsV1"], json!({"f:data":{".":{},"f:a":{},"f:b":{}}}));
+    }
+
+    #[test]
+    fn more_than_ten_update_managers_fold_the_oldest_into_ancient_changes() {
+        let mut obj = json!({"metadata":{}});
+        let entries: Vec<Entry> = (0..12)
+            .map(|i| Entry {
+                manager: format!("m{i:02}"),
+                operation: Operation::Update,
+                api_version: "v1".into(),
+                time: Some(format!("2026-12-02T10:00:{i:02}Z")),
+                subresource: None,
+                fields: FieldSet::from_fields_v1(&json!({"f:data":{(format!("f:k{i}")):{}}})),
+            })
+            .collect();
+        store(&mut obj, entries);
+        let stored = obj["metadata"]["managedFields"].as_array().unwrap();
+        assert_eq!(stored.len(), 10);
+        let bucket = stored.iter().find(|e| e["manager"] == "ancient-changes").unwrap();
+        assert_eq!(bucket["fieldsV1"], json!({"f:data":{"f:k0":{},"f:k1":{},"f:k2":{}}}));
+        assert_eq!(bucket["time"], "2026-12-02T10:00:02Z");
+        assert!(stored.iter().all(|e| e["manager"] != "m00" && e["manager"] != "m02"));
     }
 
     #[test]
