@@ -2,7 +2,6 @@
 //! The HTTP layer and the simulated controllers both go through [`Cluster`], so a controller's write gets the same
 //! defaulting, validation, generation/resourceVersion rules, managedFields and watch events as a client's.
 
-mod local;
 mod meta;
 mod registry;
 mod watch;
@@ -21,7 +20,7 @@ use crate::store::{Committed, Mutation, ObjectKey, ResourceKey, State, Store};
 use meta::{finalizers, get_path, is_deleting, meta_mut, meta_str, now_rfc3339, resource_version, set_path};
 use registry::Registry;
 
-pub use local::{FieldSelector, LabelSelector};
+use crate::selector::{FieldSelector, LabelSelector};
 
 /// `fieldValidation` of a write.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -337,15 +336,7 @@ impl Cluster {
             None => None,
             Some(s) => {
                 let sel = FieldSelector::parse(s)?;
-                let mut allowed = local::selectable_fields(&rt.group, &rt.plural);
-                if let crate::resources::Origin::Crd { selectable_fields, .. } = &rt.origin {
-                    allowed.extend(selectable_fields.iter().cloned());
-                }
-                for f in sel.fields() {
-                    if !allowed.contains(&f) {
-                        return Err(ApiError::bad_request(format!("field label not supported: {f}")));
-                    }
-                }
+                crate::builtin::check_field_selector(rt, &sel)?;
                 Some(sel)
             }
         };
@@ -361,7 +352,13 @@ impl Cluster {
 
     pub fn list(&self, rt: &ResourceType, ns: Option<&str>, opts: &ListOptions) -> ApiResult<ObjectList> {
         let sel = self.selectors(rt, opts.label_selector.as_deref(), opts.field_selector.as_deref())?;
-        let filter = watch::Filter { key: ResourceKey::of(rt), ns: None, labels: sel.labels, fields: sel.fields };
+        let filter = watch::Filter {
+            rt: Arc::new(rt.clone()),
+            key: ResourceKey::of(rt),
+            ns: None,
+            labels: sel.labels,
+            fields: sel.fields,
+        };
         let ns = if rt.namespaced { ns } else { None };
         let rv_param = opts.resource_version.as_deref().filter(|s| !s.is_empty());
         let rv_match = opts.resource_version_match.as_deref().filter(|s| !s.is_empty());
@@ -531,6 +528,18 @@ impl Cluster {
         obj: Value,
         opts: &WriteOptions,
     ) -> ApiResult<WriteOutcome> {
+        self.create_inner(rt, ns, obj, opts, false)
+    }
+
+    /// `managed_done`: managedFields were already computed (an apply that creates).
+    fn create_inner(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        obj: Value,
+        opts: &WriteOptions,
+        managed_done: bool,
+    ) -> ApiResult<WriteOutcome> {
         let rt = self.canonical(rt)?;
         let mut obj = obj;
         self.check_body(&rt, &mut obj)?;
@@ -561,10 +570,6 @@ impl Cluster {
         if resource_version(&obj).is_some() {
             return Err(ApiError::internal("resourceVersion should not be set on objects to be created"));
         }
-        let causes = local::validate_name(&rt.group, &rt.plural, &name);
-        if !causes.is_empty() {
-            return Err(invalid(&rt, &name, causes));
-        }
         let m = meta_mut(&mut obj);
         m.insert("uid".into(), Value::String(meta::new_uid()));
         m.insert("creationTimestamp".into(), Value::String(now.clone()));
@@ -579,17 +584,15 @@ impl Cluster {
         {
             o.remove("status");
         }
-        if is_namespaces(&rt) {
-            obj["spec"] = json!({"finalizers": ["kubernetes"]});
-            obj["status"] = json!({"phase": "Active"});
-        }
         let mut warnings = Vec::new();
-        self.default_and_validate(&rt, &mut obj, None, opts, &mut warnings)?;
+        self.default_object(&rt, &mut obj, opts, &mut warnings)?;
         if is_crds(&rt) {
             crd_status(&mut obj, None, &now);
         }
-        let manager = opts.field_manager.clone().unwrap_or_else(|| DEFAULT_MANAGER.to_string());
-        record_update(&rt, None, &mut obj, &manager, None, &now);
+        if !managed_done {
+            let manager = opts.field_manager.clone().unwrap_or_else(|| DEFAULT_MANAGER.to_string());
+            crate::patch::managed::record_update(&rt, None, &mut obj, &manager, None, &now);
+        }
 
         let key = (ns.clone(), name.clone());
         let mut st = self.inner.store.lock();
@@ -600,6 +603,7 @@ impl Cluster {
         if is_services(&rt) {
             allocate_cluster_ip(&st, &rt, &mut obj)?;
         }
+        self.validate(&rt, &obj, None)?;
         if opts.dry_run {
             return Ok(WriteOutcome { object: present(&rt, &obj), created: true, warnings });
         }
@@ -623,40 +627,32 @@ impl Cluster {
         self.resolve(&rt.group, &rt.version, &rt.plural)
     }
 
-    /// Defaulting and validation of a write's result (`old` is the stored object on updates).
-    fn default_and_validate(
+    /// Defaulting of a write's result, as the type's strategy does it.
+    fn default_object(
         &self,
         rt: &ResourceType,
         obj: &mut Value,
-        old: Option<&Value>,
         _opts: &WriteOptions,
         _warnings: &mut Vec<String>,
     ) -> ApiResult<()> {
-        let name = meta_str(obj, "name").unwrap_or_default().to_string();
-        if is_services(rt) {
-            default_service(obj);
-            if let (Some(old), Some(new_ip)) = (old, obj.pointer("/spec/clusterIP").and_then(Value::as_str))
-                && let Some(old_ip) = old.pointer("/spec/clusterIP").and_then(Value::as_str)
-                && old_ip != new_ip
-            {
-                return Err(invalid(
-                    rt,
-                    &name,
-                    vec![Cause::new(
-                        "FieldValueInvalid",
-                        format!("Invalid value: \"{new_ip}\": field is immutable"),
-                        "spec.clusterIPs[0]",
-                    )],
-                ));
-            }
-        }
-        if is_crds(rt) {
-            let causes = validate_crd(obj);
-            if !causes.is_empty() {
-                return Err(invalid(rt, &name, causes));
-            }
-        }
+        crate::builtin::default_object(rt, obj);
         Ok(())
+    }
+
+    /// Validation of an object about to be stored (`old` is the stored object on updates): 422 with every cause.
+    fn validate(&self, rt: &ResourceType, obj: &Value, old: Option<&Value>) -> ApiResult<()> {
+        let mut causes = crate::builtin::validate_object(rt, obj, old);
+        if is_crds(rt) {
+            for c in validate_crd(obj) {
+                if !causes.iter().any(|x| x.field == c.field) {
+                    causes.push(c);
+                }
+            }
+        }
+        if causes.is_empty() {
+            return Ok(());
+        }
+        Err(invalid(rt, meta_str(obj, "name").unwrap_or_default(), causes))
     }
 
     /// PUT.
@@ -697,7 +693,7 @@ impl Cluster {
                 )],
             ));
         }
-        self.modify(&rt, ns, name, sub, opts, move |_cur| Ok(obj), body_rv)
+        self.modify(&rt, ns, name, sub, opts, move |_cur| Ok(obj), body_rv, false)
     }
 
     /// The read-modify-write core of PUT and PATCH: `f` computes the new object from the current one, under the
@@ -712,6 +708,7 @@ impl Cluster {
         opts: &WriteOptions,
         f: impl FnOnce(&Value) -> ApiResult<Value>,
         precondition_rv: Option<String>,
+        managed_done: bool,
     ) -> ApiResult<WriteOutcome> {
         let key = key_of(rt, ns, name);
         let now = now_rfc3339();
@@ -734,7 +731,8 @@ impl Cluster {
         self.check_body(rt, &mut new)?;
         let mut warnings = Vec::new();
         let manager = opts.field_manager.clone().unwrap_or_else(|| DEFAULT_MANAGER.to_string());
-        let mutation = self.prepare_update(rt, &cur, new, sub, opts, &manager, &now, &mut warnings)?;
+        let manager = if managed_done { None } else { Some(manager.as_str()) };
+        let mutation = self.prepare_update(rt, &cur, new, sub, opts, manager, &now, &mut warnings)?;
         if opts.dry_run {
             let object = match &mutation {
                 Mutation::Put(v) => present(rt, v),
@@ -766,7 +764,7 @@ impl Cluster {
         mut new: Value,
         sub: Subresource,
         opts: &WriteOptions,
-        manager: &str,
+        manager: Option<&str>,
         now: &str,
         warnings: &mut Vec<String>,
     ) -> ApiResult<Mutation> {
@@ -846,10 +844,12 @@ impl Cluster {
                 new["spec"] = spec.clone();
             }
         }
-        self.default_and_validate(rt, &mut new, Some(cur), opts, warnings)?;
+        crate::builtin::prepare_for_update(rt, &mut new, cur);
+        self.default_object(rt, &mut new, opts, warnings)?;
         if is_crds(rt) {
             crd_status(&mut new, Some(cur), now);
         }
+        self.validate(rt, &new, Some(cur))?;
         if meta::generation_bumps(rt, cur, &new) {
             let g = cur.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
             meta_mut(&mut new).insert("generation".into(), json!(g + 1));
@@ -859,7 +859,9 @@ impl Cluster {
             Subresource::Status => Some("status"),
             Subresource::Scale => Some("scale"),
         };
-        record_update(rt, Some(cur), &mut new, manager, subresource, now);
+        if let Some(manager) = manager {
+            crate::patch::managed::record_update(rt, Some(cur), &mut new, manager, subresource, now);
+        }
         if meta::same_content(cur, &new) {
             return Ok(Mutation::Keep);
         }
@@ -885,21 +887,48 @@ impl Cluster {
             return Err(ApiError::unsupported_media_type("application/strategic-merge-patch+json"));
         }
         if let PatchBody::Apply(body) = &patch {
-            if opts.field_manager.as_deref().is_none_or(str::is_empty) {
-                return Err(invalid_apply_manager());
-            }
-            if body.pointer("/metadata/managedFields").is_some_and(|v| !v.is_null()) {
-                return Err(ApiError::bad_request("metadata.managedFields must be nil"));
-            }
+            let manager = opts.field_manager.clone().filter(|m| !m.is_empty()).ok_or_else(invalid_apply_manager)?;
             let exists = {
                 let st = self.inner.store.lock();
                 st.get(&ResourceKey::of(&rt), &key_of(&rt, ns, name)).is_some()
             };
+            let subresource = match sub {
+                Subresource::Main => None,
+                Subresource::Status => Some("status"),
+                Subresource::Scale => Some("scale"),
+            };
             if !exists && sub == Subresource::Main {
-                let mut obj = body.clone();
+                let now = now_rfc3339();
+                let mut obj = crate::patch::apply::server_side_apply(crate::patch::apply::ApplyRequest {
+                    rt: &rt,
+                    live: None,
+                    applied: body,
+                    manager: &manager,
+                    force: opts.force,
+                    subresource: None,
+                    now: &now,
+                })?;
                 self.check_body(&rt, &mut obj)?;
                 meta_mut(&mut obj).insert("name".into(), Value::String(name.to_string()));
-                return self.create(&rt, ns, obj, opts);
+                return self.create_inner(&rt, ns, obj, opts, true);
+            }
+            if sub != Subresource::Scale {
+                let rt2 = rt.clone();
+                let body = body.clone();
+                let force = opts.force;
+                let apply = move |cur: &Value| {
+                    let now = now_rfc3339();
+                    crate::patch::apply::server_side_apply(crate::patch::apply::ApplyRequest {
+                        rt: &rt2,
+                        live: Some(cur),
+                        applied: &body,
+                        manager: &manager,
+                        force,
+                        subresource,
+                        now: &now,
+                    })
+                };
+                return self.modify(&rt, ns, name, sub, opts, apply, None, true);
             }
         }
         if sub == Subresource::Scale {
@@ -907,7 +936,7 @@ impl Cluster {
             return self.write_scale(&rt, ns, name, opts, move |scale| apply_patch(&rt_scale(), scale, &patch2));
         }
         let rt2 = rt.clone();
-        self.modify(&rt, ns, name, sub, opts, move |cur| apply_patch(&rt2, cur, &patch), None)
+        self.modify(&rt, ns, name, sub, opts, move |cur| apply_patch(&rt2, cur, &patch), None, false)
     }
 
     pub fn delete(
@@ -1136,6 +1165,7 @@ impl Cluster {
                 Ok(new)
             },
             None,
+            false,
         )?;
         Ok(WriteOutcome { object: scale_of(rt, &out.object)?, ..out })
     }
@@ -1144,8 +1174,13 @@ impl Cluster {
         let rt = self.canonical(rt)?;
         let sel = self.selectors(&rt, opts.label_selector.as_deref(), opts.field_selector.as_deref())?;
         let ns = if rt.namespaced { ns.filter(|s| !s.is_empty()).map(String::from) } else { None };
-        let filter =
-            watch::Filter { key: ResourceKey::of(&rt), ns: ns.clone(), labels: sel.labels, fields: sel.fields };
+        let filter = watch::Filter {
+            rt: rt.clone(),
+            key: ResourceKey::of(&rt),
+            ns: ns.clone(),
+            labels: sel.labels,
+            fields: sel.fields,
+        };
         let rv = opts.resource_version.as_deref().filter(|s| !s.is_empty() && *s != "0").map(parse_rv).transpose()?;
         if opts.send_initial_events && opts.resource_version_match.as_deref() != Some("NotOlderThan") {
             return Err(ApiError::invalid(
@@ -1258,79 +1293,20 @@ fn scale_of(rt: &ResourceType, obj: &Value) -> ApiResult<Value> {
     }))
 }
 
-/// Applies a non-apply patch body to the current object (apply falls back to a merge until SSA lands).
+/// Applies a merge, JSON or strategic patch to the current object (the Scale view is merged for any type).
 fn apply_patch(rt: &ResourceType, cur: &Value, patch: &PatchBody) -> ApiResult<Value> {
     match patch {
-        PatchBody::Merge(p) | PatchBody::Strategic(p) => {
+        PatchBody::Merge(p) => {
             if !p.is_object() {
                 return Err(ApiError::bad_request("the patch must be a JSON object"));
             }
-            Ok(local::merge_patch(cur, p))
+            Ok(crate::patch::merge::merge_patch(cur, p))
         }
-        PatchBody::Apply(p) => {
-            let mut p = p.clone();
-            if let Some(m) = p.get_mut("metadata").and_then(Value::as_object_mut) {
-                m.remove("managedFields");
-            }
-            Ok(local::merge_patch(cur, &p))
-        }
-        PatchBody::Json(p) => json_patch(rt, cur, p),
-    }
-}
-
-fn json_patch(rt: &ResourceType, cur: &Value, p: &Value) -> ApiResult<Value> {
-    let Some(ops) = p.as_array() else {
-        return Err(ApiError::bad_request("json patch must be an array of operations"));
-    };
-    // A `test` of a missing path against null succeeds upstream (kube-runtime's finalizer helper relies on it).
-    let ops: Vec<Value> = ops
-        .iter()
-        .filter(|op| {
-            let is_null_test =
-                op.get("op").and_then(Value::as_str) == Some("test") && op.get("value").is_some_and(Value::is_null);
-            let missing = op.get("path").and_then(Value::as_str).is_some_and(|path| cur.pointer(path).is_none());
-            !(is_null_test && missing)
-        })
-        .cloned()
-        .collect();
-    let patch: json_patch::Patch = serde_json::from_value(Value::Array(ops))
-        .map_err(|e| ApiError::bad_request(format!("invalid json patch: {e}")))?;
-    let mut doc = cur.clone();
-    json_patch::patch(&mut doc, &patch).map_err(|e| {
-        ApiError::new(
-            422,
-            "Invalid",
-            format!("{} \"{}\": {e}", rt.qualified(), meta_str(cur, "name").unwrap_or_default()),
-        )
-    })?;
-    Ok(doc)
-}
-
-/// managedFields bookkeeping for create/update/patch writes (a stand-in until the patch module's lands).
-fn record_update(
-    _rt: &ResourceType,
-    _old: Option<&Value>,
-    _new: &mut Value,
-    _manager: &str,
-    _sub: Option<&str>,
-    _now: &str,
-) {
-}
-
-fn default_service(obj: &mut Value) {
-    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
-        obj["spec"] = json!({"type": "ClusterIP", "sessionAffinity": "None"});
-        return;
-    };
-    spec.entry("type").or_insert(json!("ClusterIP"));
-    spec.entry("sessionAffinity").or_insert(json!("None"));
-    if let Some(Value::Array(ports)) = spec.get_mut("ports") {
-        for p in ports.iter_mut().filter_map(Value::as_object_mut) {
-            p.entry("protocol").or_insert(json!("TCP"));
-            if let Some(port) = p.get("port").cloned() {
-                p.entry("targetPort").or_insert(port);
-            }
-        }
+        PatchBody::Strategic(p) if rt.kind == "Scale" => Ok(crate::patch::merge::merge_patch(cur, p)),
+        PatchBody::Strategic(p) => crate::patch::strategic::strategic_merge_patch(rt, cur, p),
+        PatchBody::Json(p) => crate::patch::json::json_patch(cur, p),
+        // Apply to the Scale view: take replicas as a merge would.
+        PatchBody::Apply(p) => Ok(crate::patch::merge::merge_patch(cur, p)),
     }
 }
 

@@ -10,12 +10,13 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 
-use super::local::{FieldSelector, LabelSelector};
 use super::{Change, ChangeKind, Inner, WatchEvent, WatchStream, present};
 use crate::resources::ResourceRef;
+use crate::selector::{FieldSelector, LabelSelector};
 use crate::store::{ResourceKey, too_old};
 
 pub struct Filter {
+    pub rt: ResourceRef,
     pub key: ResourceKey,
     pub ns: Option<String>,
     pub labels: Option<LabelSelector>,
@@ -36,7 +37,7 @@ impl Filter {
                 return false;
             }
         }
-        self.fields.as_ref().is_none_or(|f| f.matches(obj))
+        self.fields.as_ref().is_none_or(|f| crate::builtin::field_selector_matches(&self.rt, f, obj))
     }
 }
 
