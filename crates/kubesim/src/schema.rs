@@ -1,10 +1,1119 @@
-//! Structural schemas of CustomResourceDefinitions (being written).
+//! Structural schemas of CustomResourceDefinitions: compiled once per CRD version, then used to prune unknown
+//! fields, apply defaults and validate custom resources the way apiextensions-apiserver does (kube-openapi's
+//! validator, `structuraldefaulting`, `structuralpruning`, list-type checks), with its paths and messages.
+//!
+//! `x-kubernetes-validations` (CEL) rules are compiled and kept, but not evaluated: CEL support is not
+//! implemented. Rules are listed by [`CompiledSchema::unsupported_rules`] so the caller can say so (a warning).
 
-use serde_json::Value;
+use std::collections::BTreeMap;
 
+use regex::Regex;
+use serde_json::{Map, Value};
+
+use crate::builtin::names::{self, err, go_repr};
 use crate::error::Cause;
 
-/// Validates a CustomResourceDefinition object (being written).
-pub fn validate_crd(_crd: &Value) -> Vec<Cause> {
-    Vec::new()
+/// What `additionalProperties` says.
+#[derive(Debug, Clone)]
+enum Additional {
+    /// Absent: unknown fields are pruned (unless preserved).
+    Absent,
+    /// `additionalProperties: false`.
+    False,
+    /// `additionalProperties: true` or a schema: any key, each validated against the schema when given.
+    Schema(Option<Box<Node>>),
+}
+
+/// One compiled schema node.
+#[derive(Debug, Clone)]
+struct Node {
+    ty: Option<String>,
+    nullable: bool,
+    int_or_string: bool,
+    preserve_unknown: bool,
+    embedded: bool,
+    properties: BTreeMap<String, Node>,
+    additional: Additional,
+    items: Option<Box<Node>>,
+    required: Vec<String>,
+    enumeration: Vec<Value>,
+    pattern: Option<(String, Regex)>,
+    minimum: Option<f64>,
+    maximum: Option<f64>,
+    exclusive_minimum: bool,
+    exclusive_maximum: bool,
+    multiple_of: Option<f64>,
+    min_length: Option<u64>,
+    max_length: Option<u64>,
+    min_items: Option<u64>,
+    max_items: Option<u64>,
+    unique_items: bool,
+    min_properties: Option<u64>,
+    max_properties: Option<u64>,
+    format: Option<String>,
+    default: Option<Value>,
+    list_type: Option<String>,
+    list_map_keys: Vec<String>,
+    /// allOf/anyOf/oneOf/not: value validations only (structural schemas allow no types or defaults there).
+    all_of: Vec<Node>,
+    any_of: Vec<Node>,
+    one_of: Vec<Node>,
+    not: Option<Box<Node>>,
+    /// CEL rules (`rule` text), not evaluated.
+    rules: Vec<String>,
+}
+
+/// A compiled `openAPIV3Schema`.
+#[derive(Debug, Clone)]
+pub struct CompiledSchema {
+    root: Node,
+}
+
+/// The fields of ObjectMeta, the only ones kept under `metadata` of a custom resource or embedded resource.
+const OBJECT_META_FIELDS: &[&str] = &[
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+];
+
+const TYPES: &[&str] = &["array", "boolean", "integer", "number", "object", "string"];
+
+fn child(path: &str, key: &str) -> String {
+    if path.is_empty() { key.to_string() } else { format!("{path}.{key}") }
+}
+
+fn num(v: &Value, key: &str) -> Option<f64> {
+    v.get(key).and_then(Value::as_f64)
+}
+
+fn uint(v: &Value, key: &str) -> Option<u64> {
+    v.get(key).and_then(Value::as_u64)
+}
+
+fn flag(v: &Value, key: &str) -> bool {
+    v.get(key).and_then(Value::as_bool).unwrap_or(false)
+}
+
+impl Node {
+    /// Compiles `v`; `path` is the schema path used in errors (`...openAPIV3Schema.properties[spec]`).
+    fn compile(v: &Value, path: &str, errs: &mut Vec<Cause>) -> Node {
+        let ty = v.get("type").and_then(Value::as_str).map(str::to_string);
+        if let Some(t) = &ty
+            && !TYPES.contains(&t.as_str())
+        {
+            errs.push(err::not_supported(&format!("{path}.type"), &Value::String(t.clone()), TYPES));
+        }
+        let mut properties = BTreeMap::new();
+        if let Some(props) = v.get("properties").and_then(Value::as_object) {
+            for (k, p) in props {
+                properties.insert(k.clone(), Node::compile(p, &format!("{path}.properties[{k}]"), errs));
+            }
+        }
+        let additional = match v.get("additionalProperties") {
+            None | Some(Value::Null) => Additional::Absent,
+            Some(Value::Bool(false)) => Additional::False,
+            Some(Value::Bool(true)) => Additional::Schema(None),
+            Some(s) => {
+                Additional::Schema(Some(Box::new(Node::compile(s, &format!("{path}.additionalProperties"), errs))))
+            }
+        };
+        let items = v
+            .get("items")
+            .filter(|i| i.is_object())
+            .map(|i| Box::new(Node::compile(i, &format!("{path}.items"), errs)));
+        let pattern = v.get("pattern").and_then(Value::as_str).and_then(|p| match Regex::new(p) {
+            Ok(re) => Some((p.to_string(), re)),
+            Err(e) => {
+                errs.push(err::invalid_str(
+                    &format!("{path}.pattern"),
+                    p,
+                    &format!("must be a valid regular expression, but isn't: {e}"),
+                ));
+                None
+            }
+        });
+        let list = |key: &str, sub: &str, errs: &mut Vec<Cause>| -> Vec<Node> {
+            v.get(key)
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter().enumerate().map(|(i, s)| Node::compile(s, &format!("{path}.{sub}[{i}]"), errs)).collect()
+                })
+                .unwrap_or_default()
+        };
+        let all_of = list("allOf", "allOf", errs);
+        let any_of = list("anyOf", "anyOf", errs);
+        let one_of = list("oneOf", "oneOf", errs);
+        let not =
+            v.get("not").filter(|n| n.is_object()).map(|n| Box::new(Node::compile(n, &format!("{path}.not"), errs)));
+        // Draft-4 style (bool) and OpenAPI 3.1 style (number) exclusive bounds.
+        let (mut minimum, mut maximum) = (num(v, "minimum"), num(v, "maximum"));
+        let mut exclusive_minimum = flag(v, "exclusiveMinimum");
+        let mut exclusive_maximum = flag(v, "exclusiveMaximum");
+        if let Some(n) = num(v, "exclusiveMinimum") {
+            minimum = Some(n);
+            exclusive_minimum = true;
+        }
+        if let Some(n) = num(v, "exclusiveMaximum") {
+            maximum = Some(n);
+            exclusive_maximum = true;
+        }
+        let rules = v
+            .get("x-kubernetes-validations")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|r| r.get("rule").and_then(Value::as_str)).map(str::to_string).collect())
+            .unwrap_or_default();
+        Node {
+            ty,
+            nullable: flag(v, "nullable"),
+            int_or_string: flag(v, "x-kubernetes-int-or-string"),
+            preserve_unknown: flag(v, "x-kubernetes-preserve-unknown-fields"),
+            embedded: flag(v, "x-kubernetes-embedded-resource"),
+            properties,
+            additional,
+            items,
+            required: v
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                .unwrap_or_default(),
+            enumeration: v.get("enum").and_then(Value::as_array).cloned().unwrap_or_default(),
+            pattern,
+            minimum,
+            maximum,
+            exclusive_minimum,
+            exclusive_maximum,
+            multiple_of: num(v, "multipleOf"),
+            min_length: uint(v, "minLength"),
+            max_length: uint(v, "maxLength"),
+            min_items: uint(v, "minItems"),
+            max_items: uint(v, "maxItems"),
+            unique_items: flag(v, "uniqueItems"),
+            min_properties: uint(v, "minProperties"),
+            max_properties: uint(v, "maxProperties"),
+            format: v.get("format").and_then(Value::as_str).map(str::to_string),
+            default: v.get("default").cloned(),
+            list_type: v.get("x-kubernetes-list-type").and_then(Value::as_str).map(str::to_string),
+            list_map_keys: v
+                .get("x-kubernetes-list-map-keys")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                .unwrap_or_default(),
+            all_of,
+            any_of,
+            one_of,
+            not,
+            rules,
+        }
+    }
+
+    /// The schema for a key of an object value, if the key is known.
+    fn property(&self, key: &str) -> Option<&Node> {
+        self.properties.get(key).or(match &self.additional {
+            Additional::Schema(Some(s)) => Some(s),
+            _ => None,
+        })
+    }
+
+    fn keeps_unknown(&self) -> bool {
+        self.preserve_unknown || matches!(self.additional, Additional::Schema(_))
+    }
+}
+
+impl CompiledSchema {
+    /// Compiles a CRD version's `openAPIV3Schema`. Errors carry paths relative to the schema
+    /// (`openAPIV3Schema.properties[spec].pattern`).
+    pub fn compile(schema: &Value) -> Result<CompiledSchema, Vec<Cause>> {
+        Self::compile_at(schema, "openAPIV3Schema")
+    }
+
+    /// As [`compile`](Self::compile), with error paths under `path`.
+    pub fn compile_at(schema: &Value, path: &str) -> Result<CompiledSchema, Vec<Cause>> {
+        let mut errs = Vec::new();
+        let root = Node::compile(schema, path, &mut errs);
+        if errs.is_empty() { Ok(CompiledSchema { root }) } else { Err(errs) }
+    }
+
+    /// A schema that keeps and accepts everything (a CRD version without a schema).
+    pub fn permissive() -> CompiledSchema {
+        let mut errs = Vec::new();
+        CompiledSchema {
+            root: Node::compile(
+                &serde_json::json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+                "",
+                &mut errs,
+            ),
+        }
+    }
+
+    /// The CEL rules of the schema, which this emulator does not evaluate.
+    pub fn unsupported_rules(&self) -> Vec<String> {
+        fn walk(n: &Node, out: &mut Vec<String>) {
+            out.extend(n.rules.iter().cloned());
+            n.properties.values().for_each(|p| walk(p, out));
+            if let Some(i) = &n.items {
+                walk(i, out);
+            }
+            if let Additional::Schema(Some(s)) = &n.additional {
+                walk(s, out);
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.root, &mut out);
+        out
+    }
+
+    /// Removes fields the schema does not know (except under `x-kubernetes-preserve-unknown-fields`), and
+    /// returns their paths (`spec.foo`, `spec.items[0].bar`, `metadata.foo`). `apiVersion`, `kind` and
+    /// `metadata` are always kept at the root and in embedded resources; `metadata` is pruned to ObjectMeta.
+    pub fn prune(&self, obj: &mut Value) -> Vec<String> {
+        let mut pruned = Vec::new();
+        prune_node(obj, &self.root, "", true, &mut pruned);
+        pruned
+    }
+
+    /// Applies `default`s: a missing field (or a null one that is not nullable) whose parent exists gets its
+    /// default, and the defaults inside that default apply too.
+    pub fn apply_defaults(&self, obj: &mut Value) {
+        default_node(obj, &self.root);
+    }
+
+    /// Validates a custom resource. `metadata`, `apiVersion` and `kind` at the root are left to ObjectMeta
+    /// validation. Errors carry upstream's paths and messages.
+    pub fn validate(&self, obj: &Value) -> Vec<Cause> {
+        let mut out = Vec::new();
+        let Some(m) = obj.as_object() else {
+            validate_node(obj, &self.root, "", &mut out);
+            return out;
+        };
+        for key in &self.root.required {
+            if matches!(key.as_str(), "apiVersion" | "kind" | "metadata") {
+                continue;
+            }
+            if !m.contains_key(key) {
+                out.push(err::required(key, ""));
+            }
+        }
+        for (k, v) in m {
+            if matches!(k.as_str(), "apiVersion" | "kind" | "metadata") {
+                continue;
+            }
+            if let Some(s) = self.root.property(k) {
+                validate_node(v, s, k, &mut out);
+            }
+        }
+        out
+    }
+}
+
+fn prune_meta(meta: &mut Value, path: &str, pruned: &mut Vec<String>) {
+    if let Some(m) = meta.as_object_mut() {
+        let unknown: Vec<String> = m.keys().filter(|k| !OBJECT_META_FIELDS.contains(&k.as_str())).cloned().collect();
+        for k in unknown {
+            m.remove(&k);
+            pruned.push(child(path, &k));
+        }
+    }
+}
+
+fn prune_node(v: &mut Value, s: &Node, path: &str, resource: bool, pruned: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            let resource = resource || s.embedded;
+            let keys: Vec<String> = m.keys().cloned().collect();
+            for k in keys {
+                if resource && matches!(k.as_str(), "apiVersion" | "kind") {
+                    continue;
+                }
+                if resource && k == "metadata" {
+                    if let Some(meta) = m.get_mut("metadata") {
+                        prune_meta(meta, &child(path, "metadata"), pruned);
+                    }
+                    continue;
+                }
+                let p = child(path, &k);
+                match s.property(&k) {
+                    Some(sub) => {
+                        if let Some(val) = m.get_mut(&k) {
+                            prune_node(val, sub, &p, false, pruned);
+                        }
+                    }
+                    None if s.keeps_unknown() => {}
+                    None => {
+                        m.remove(&k);
+                        pruned.push(p);
+                    }
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = &s.items {
+                for (i, item) in items.iter_mut().enumerate() {
+                    prune_node(item, item_schema, &format!("{path}[{i}]"), false, pruned);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn default_node(v: &mut Value, s: &Node) {
+    match v {
+        Value::Object(m) => {
+            for (k, prop) in &s.properties {
+                let Some(d) = &prop.default else { continue };
+                let missing = match m.get(k) {
+                    None => true,
+                    Some(Value::Null) => !prop.nullable,
+                    _ => false,
+                };
+                if missing {
+                    m.insert(k.clone(), d.clone());
+                }
+            }
+            for (k, val) in m.iter_mut() {
+                if let Some(sub) = s.property(k) {
+                    default_node(val, sub);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = &s.items {
+                items.iter_mut().for_each(|i| default_node(i, item_schema));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// How kube-openapi names a JSON value's type in messages.
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_f64() && n.as_f64().is_some_and(|f| f.fract() != 0.0) => "number",
+        Value::Number(_) => "integer",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Go's `%v` of a float64 bound.
+fn fmt_num(f: f64) -> String {
+    if f.fract() == 0.0 && f.abs() < 1e15 { format!("{}", f as i64) } else { format!("{f}") }
+}
+
+fn type_ok(v: &Value, s: &Node) -> bool {
+    if s.int_or_string {
+        return matches!(type_name(v), "integer" | "string");
+    }
+    match s.ty.as_deref() {
+        None => true,
+        Some("integer") => type_name(v) == "integer",
+        Some("number") => v.is_number(),
+        Some(t) => type_name(v) == t,
+    }
+}
+
+fn invalid(path: &str, v: &Value, detail: &str) -> Cause {
+    err::invalid_value(path, v, &format!("{path} in body {detail}"))
+}
+
+/// The `format`s kube-openapi checks that are cheap to check here.
+fn format_ok(format: &str, s: &str) -> bool {
+    match format {
+        "date-time" => s.parse::<jiff::Timestamp>().is_ok(),
+        "date" => s.parse::<jiff::civil::Date>().is_ok(),
+        "ipv4" => s.parse::<std::net::Ipv4Addr>().is_ok(),
+        "ipv6" => s.parse::<std::net::Ipv6Addr>().is_ok(),
+        "uuid" => uuid::Uuid::parse_str(s).is_ok(),
+        "byte" => {
+            let t = s.trim_end_matches('=');
+            t.chars().all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '/') && s.len().is_multiple_of(4)
+        }
+        _ => true,
+    }
+}
+
+fn validate_node(v: &Value, s: &Node, path: &str, out: &mut Vec<Cause>) {
+    if v.is_null() && (s.nullable || (s.ty.is_none() && !s.int_or_string && s.preserve_unknown)) {
+        return;
+    }
+    if !type_ok(v, s) {
+        let want = if s.int_or_string { "integer,string".to_string() } else { s.ty.clone().unwrap_or_default() };
+        let actual = type_name(v);
+        out.push(err::type_invalid(
+            path,
+            &names::quote(actual),
+            &format!("{path} in body must be of type {want}: {}", names::quote(actual)),
+        ));
+        return;
+    }
+    if !s.enumeration.is_empty() && !s.enumeration.contains(v) {
+        let supported: Vec<String> =
+            s.enumeration.iter().map(|e| e.as_str().map_or_else(|| e.to_string(), str::to_string)).collect();
+        let refs: Vec<&str> = supported.iter().map(String::as_str).collect();
+        out.push(err::not_supported(path, v, &refs));
+    }
+    match v {
+        Value::Number(n) => {
+            let f = n.as_f64().unwrap_or(0.0);
+            if let Some(m) = s.minimum {
+                if s.exclusive_minimum && f <= m {
+                    out.push(invalid(path, v, &format!("should be greater than {}", fmt_num(m))));
+                } else if !s.exclusive_minimum && f < m {
+                    out.push(invalid(path, v, &format!("should be greater than or equal to {}", fmt_num(m))));
+                }
+            }
+            if let Some(m) = s.maximum {
+                if s.exclusive_maximum && f >= m {
+                    out.push(invalid(path, v, &format!("should be less than {}", fmt_num(m))));
+                } else if !s.exclusive_maximum && f > m {
+                    out.push(invalid(path, v, &format!("should be less than or equal to {}", fmt_num(m))));
+                }
+            }
+            if let Some(m) = s.multiple_of
+                && m != 0.0
+                && (f / m).fract() != 0.0
+            {
+                out.push(invalid(path, v, &format!("should be a multiple of {}", fmt_num(m))));
+            }
+        }
+        Value::String(st) => {
+            let len = st.chars().count() as u64;
+            if let Some(max) = s.max_length
+                && len > max
+            {
+                out.push(err::too_long(path, max as usize));
+            }
+            if let Some(min) = s.min_length
+                && len < min
+            {
+                out.push(invalid(path, v, &format!("should be at least {min} chars long")));
+            }
+            if let Some((src, re)) = &s.pattern
+                && !re.is_match(st)
+            {
+                out.push(invalid(path, v, &format!("should match '{src}'")));
+            }
+            if let Some(f) = &s.format
+                && !format_ok(f, st)
+            {
+                out.push(invalid(path, v, &format!("must be of type {f}: {}", names::quote(st))));
+            }
+        }
+        Value::Array(items) => {
+            let n = items.len() as u64;
+            if let Some(max) = s.max_items
+                && n > max
+            {
+                out.push(err::too_many(path, items.len(), max as usize));
+            }
+            if let Some(min) = s.min_items
+                && n < min
+            {
+                out.push(invalid(path, v, &format!("should have at least {min} items")));
+            }
+            if s.unique_items && items.iter().enumerate().any(|(i, x)| items[..i].contains(x)) {
+                out.push(invalid(path, v, "shouldn't contain duplicates"));
+            }
+            if let Some(item_schema) = &s.items {
+                for (i, item) in items.iter().enumerate() {
+                    validate_node(item, item_schema, &format!("{path}[{i}]"), out);
+                }
+            }
+            list_type(items, s, path, out);
+        }
+        Value::Object(m) => {
+            let n = m.len() as u64;
+            if let Some(max) = s.max_properties
+                && n > max
+            {
+                out.push(err::too_many(path, m.len(), max as usize));
+            }
+            if let Some(min) = s.min_properties
+                && n < min
+            {
+                out.push(invalid(path, v, &format!("should have at least {min} properties")));
+            }
+            for key in &s.required {
+                if !m.contains_key(key) {
+                    out.push(err::required(&child(path, key), ""));
+                }
+            }
+            if s.embedded {
+                for key in ["apiVersion", "kind"] {
+                    if m.get(key).and_then(Value::as_str).is_none_or(str::is_empty) {
+                        out.push(err::required(&child(path, key), "must not be empty"));
+                    }
+                }
+            }
+            for (k, val) in m {
+                if s.embedded && matches!(k.as_str(), "apiVersion" | "kind" | "metadata") {
+                    continue;
+                }
+                match s.property(k) {
+                    Some(sub) => validate_node(val, sub, &child(path, k), out),
+                    None if matches!(s.additional, Additional::False) => {
+                        out.push(err::forbidden(&child(path, k), "additional properties are not allowed"));
+                    }
+                    None => {}
+                }
+            }
+        }
+        _ => {}
+    }
+    combinators(v, s, path, out);
+}
+
+fn combinators(v: &Value, s: &Node, path: &str, out: &mut Vec<Cause>) {
+    for sub in &s.all_of {
+        validate_node(v, sub, path, out);
+    }
+    let passes = |sub: &Node| {
+        let mut e = Vec::new();
+        validate_node(v, sub, path, &mut e);
+        e.is_empty()
+    };
+    if !s.any_of.is_empty() && !s.any_of.iter().any(passes) {
+        out.push(invalid(path, v, "must validate at least one schema (anyOf)"));
+    }
+    if !s.one_of.is_empty() && s.one_of.iter().filter(|n| passes(n)).count() != 1 {
+        out.push(invalid(path, v, "must validate one and only one schema (oneOf)"));
+    }
+    if let Some(n) = &s.not
+        && passes(n)
+    {
+        out.push(invalid(path, v, "must not validate the schema (not)"));
+    }
+}
+
+/// `x-kubernetes-list-type` `set` and `map` uniqueness.
+fn list_type(items: &[Value], s: &Node, path: &str, out: &mut Vec<Cause>) {
+    match s.list_type.as_deref() {
+        Some("set") => {
+            for (i, x) in items.iter().enumerate() {
+                if items[..i].contains(x) {
+                    out.push(err::duplicate(&format!("{path}[{i}]"), x));
+                }
+            }
+        }
+        Some("map") => {
+            let key_of = |x: &Value| -> Value {
+                let mut k = Map::new();
+                for name in &s.list_map_keys {
+                    if let Some(val) = x.get(name) {
+                        k.insert(name.clone(), val.clone());
+                    } else if let Some(d) =
+                        s.items.as_ref().and_then(|i| i.properties.get(name)).and_then(|p| p.default.clone())
+                    {
+                        k.insert(name.clone(), d);
+                    }
+                }
+                Value::Object(k)
+            };
+            let keys: Vec<Value> = items.iter().map(key_of).collect();
+            for (i, k) in keys.iter().enumerate() {
+                if keys[..i].contains(k) {
+                    out.push(err::duplicate(&format!("{path}[{i}]"), k));
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Validates a CustomResourceDefinition: names, scope, versions and their structural schemas, printer columns
+/// and selectable fields, with upstream's field paths.
+pub fn validate_crd(crd: &Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    let spec = crd.get("spec").unwrap_or(&Value::Null);
+    let s = |ptr: &str| spec.pointer(ptr).and_then(Value::as_str).unwrap_or_default();
+    let group = s("/group");
+    let plural = s("/names/plural");
+    let name = crd.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+    if !name.is_empty() && name != format!("{plural}.{group}") {
+        out.push(err::invalid_str("metadata.name", name, "must be spec.names.plural+\".\"+spec.group"));
+    }
+    if group.is_empty() {
+        out.push(err::required("spec.group", ""));
+    } else {
+        for msg in names::dns1123_subdomain_errors(group) {
+            out.push(err::invalid_str("spec.group", group, &msg));
+        }
+        if !group.contains('.') {
+            out.push(err::invalid_str("spec.group", group, "should be a domain with at least one dot"));
+        }
+    }
+    match spec.get("scope") {
+        None => out.push(err::required("spec.scope", "")),
+        Some(v) if !matches!(v.as_str(), Some("Cluster" | "Namespaced")) => {
+            out.push(err::not_supported("spec.scope", v, &["Cluster", "Namespaced"]))
+        }
+        _ => {}
+    }
+    crd_names(spec.get("names").unwrap_or(&Value::Null), "spec.names", &mut out);
+    let versions = spec.get("versions").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    if versions.is_empty() {
+        out.push(err::invalid("spec.versions", "[]", "must have exactly one version marked as storage version"));
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    let mut storage = 0;
+    let mut served = 0;
+    for (i, v) in versions.iter().enumerate() {
+        let path = format!("spec.versions[{i}]");
+        let vname = v.get("name").and_then(Value::as_str).unwrap_or_default();
+        if vname.is_empty() {
+            out.push(err::required(&format!("{path}.name"), ""));
+        } else {
+            for msg in names::dns1035_label_errors(vname) {
+                out.push(err::invalid_str(&format!("{path}.name"), vname, &msg));
+            }
+            if seen.contains(&vname) {
+                out.push(err::duplicate(&format!("{path}.name"), &Value::String(vname.into())));
+            }
+        }
+        seen.push(vname);
+        if flag(v, "storage") {
+            storage += 1;
+        }
+        if flag(v, "served") {
+            served += 1;
+        }
+        match v.pointer("/schema/openAPIV3Schema") {
+            None | Some(Value::Null) => {
+                out.push(err::required(&format!("{path}.schema.openAPIV3Schema"), "schemas are required"))
+            }
+            Some(schema) => {
+                let base = format!("{path}.schema.openAPIV3Schema");
+                structural(schema, &base, true, &mut out);
+                if let Err(e) = CompiledSchema::compile_at(schema, &base) {
+                    out.extend(e);
+                }
+            }
+        }
+        for (j, c) in v.get("additionalPrinterColumns").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            let cp = format!("{path}.additionalPrinterColumns[{j}]");
+            if c.get("name").and_then(Value::as_str).is_none_or(str::is_empty) {
+                out.push(err::required(&format!("{cp}.name"), ""));
+            }
+            match c.get("type") {
+                None => out.push(err::required(&format!("{cp}.type"), "")),
+                Some(t) if !matches!(t.as_str(), Some("boolean" | "date" | "integer" | "number" | "string")) => out
+                    .push(err::not_supported(
+                        &format!("{cp}.type"),
+                        t,
+                        &["boolean", "date", "integer", "number", "string"],
+                    )),
+                _ => {}
+            }
+            match c.get("jsonPath").and_then(Value::as_str) {
+                None | Some("") => out.push(err::required(&format!("{cp}.jsonPath"), "")),
+                Some(p) => {
+                    if let Err(e) = crate::jsonpath::parse_relaxed(p) {
+                        out.push(err::invalid_str(
+                            &format!("{cp}.jsonPath"),
+                            p,
+                            &format!("must be a simple json path: {e}"),
+                        ));
+                    }
+                }
+            }
+        }
+        for (j, f) in v.get("selectableFields").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            if f.get("jsonPath").and_then(Value::as_str).is_none_or(str::is_empty) {
+                out.push(err::required(&format!("{path}.selectableFields[{j}].jsonPath"), ""));
+            }
+        }
+    }
+    if !versions.is_empty() && storage != 1 {
+        out.push(err::invalid(
+            "spec.versions",
+            &go_repr(&Value::Array(versions.to_vec())),
+            "must have exactly one version marked as storage version",
+        ));
+    }
+    if !versions.is_empty() && served == 0 {
+        out.push(err::invalid(
+            "spec.versions",
+            &go_repr(&Value::Array(versions.to_vec())),
+            "must have at least one version marked as served",
+        ));
+    }
+    out
+}
+
+fn crd_names(n: &Value, path: &str, out: &mut Vec<Cause>) {
+    let s = |k: &str| n.get(k).and_then(Value::as_str).unwrap_or_default();
+    for key in ["plural", "singular"] {
+        let v = s(key);
+        if v.is_empty() && key == "plural" {
+            out.push(err::required(&format!("{path}.{key}"), ""));
+        } else if !v.is_empty() {
+            for msg in names::dns1123_label_errors(v) {
+                out.push(err::invalid_str(&format!("{path}.{key}"), v, &msg));
+            }
+        }
+    }
+    for key in ["kind", "listKind"] {
+        let v = s(key);
+        if v.is_empty() {
+            out.push(err::required(&format!("{path}.{key}"), ""));
+        } else if names::dns1035_label_errors(&v.to_lowercase()).iter().any(|_| true) {
+            out.push(err::invalid_str(
+                &format!("{path}.{key}"),
+                v,
+                "may have mixed case, but should otherwise match: [a-z]([-a-z0-9]*[a-z0-9])?",
+            ));
+        }
+    }
+    if !s("kind").is_empty() && s("kind") == s("listKind") {
+        out.push(err::invalid_str(&format!("{path}.listKind"), s("listKind"), "kind and listKind may not be the same"));
+    }
+    for (key, list) in [("shortNames", n.get("shortNames")), ("categories", n.get("categories"))] {
+        for (i, v) in list.and_then(Value::as_array).into_iter().flatten().enumerate() {
+            let v = v.as_str().unwrap_or_default();
+            for msg in names::dns1123_label_errors(v) {
+                out.push(err::invalid_str(&format!("{path}.{key}[{i}]"), v, &msg));
+            }
+        }
+    }
+}
+
+/// The structural-schema rules: a type everywhere (except int-or-string / preserve-unknown-fields nodes),
+/// an object at the root, items on arrays, no properties next to additionalProperties, list-map keys.
+fn structural(v: &Value, path: &str, root: bool, out: &mut Vec<Cause>) {
+    let ty = v.get("type").and_then(Value::as_str).unwrap_or_default();
+    let int_or_string = flag(v, "x-kubernetes-int-or-string");
+    let preserve = flag(v, "x-kubernetes-preserve-unknown-fields");
+    if root && ty != "object" {
+        if ty.is_empty() {
+            out.push(err::required(&format!("{path}.type"), "must not be empty at the root"));
+        } else {
+            out.push(err::invalid_str(&format!("{path}.type"), ty, "must be object at the root"));
+        }
+    } else if ty.is_empty() && !int_or_string && !preserve {
+        out.push(err::required(&format!("{path}.type"), "must not be empty for specified object fields"));
+    }
+    if int_or_string && !ty.is_empty() {
+        out.push(err::invalid_str(
+            &format!("{path}.type"),
+            ty,
+            "must be empty to be structural when x-kubernetes-int-or-string is true",
+        ));
+    }
+    if v.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(false)) {
+        out.push(err::invalid(
+            &format!("{path}.x-kubernetes-preserve-unknown-fields"),
+            "false",
+            "must be true or undefined",
+        ));
+    }
+    if v.get("$ref").is_some() {
+        out.push(err::forbidden(&format!("{path}.$ref"), "$ref is not supported"));
+    }
+    if v.get("properties").is_some() && v.get("additionalProperties").is_some_and(|a| a != &Value::Bool(false)) {
+        out.push(err::forbidden(
+            &format!("{path}.additionalProperties"),
+            "additionalProperties and properties are mutual exclusive",
+        ));
+    }
+    if ty == "array" && v.get("items").is_none() {
+        out.push(err::required(&format!("{path}.items"), "must be specified"));
+    }
+    if flag(v, "x-kubernetes-embedded-resource") && ty != "object" {
+        out.push(err::invalid_str(
+            &format!("{path}.type"),
+            ty,
+            "must be object if x-kubernetes-embedded-resource is true",
+        ));
+    }
+    match v.get("x-kubernetes-list-type").and_then(Value::as_str) {
+        Some("map") => {
+            if v.get("x-kubernetes-list-map-keys").and_then(Value::as_array).is_none_or(Vec::is_empty) {
+                out.push(err::required(
+                    &format!("{path}.x-kubernetes-list-map-keys"),
+                    "must not be empty if x-kubernetes-list-type is map",
+                ));
+            }
+            if v.pointer("/items/type").and_then(Value::as_str) != Some("object") {
+                out.push(err::invalid_str(
+                    &format!("{path}.items.type"),
+                    v.pointer("/items/type").and_then(Value::as_str).unwrap_or_default(),
+                    "must be object if parent array's x-kubernetes-list-type is map",
+                ));
+            }
+        }
+        Some("atomic" | "set") | None => {}
+        Some(other) => out.push(err::not_supported(
+            &format!("{path}.x-kubernetes-list-type"),
+            &Value::String(other.into()),
+            &["atomic", "map", "set"],
+        )),
+    }
+    if let Some(props) = v.get("properties").and_then(Value::as_object) {
+        for (k, p) in props {
+            if root && k == "metadata" {
+                metadata_schema(p, &format!("{path}.properties[metadata]"), out);
+                continue;
+            }
+            structural(p, &format!("{path}.properties[{k}]"), false, out);
+        }
+    }
+    if let Some(items) = v.get("items").filter(|i| i.is_object()) {
+        structural(items, &format!("{path}.items"), false, out);
+    }
+    if let Some(a) = v.get("additionalProperties").filter(|a| a.is_object()) {
+        structural(a, &format!("{path}.additionalProperties"), false, out);
+    }
+}
+
+/// At the root, `metadata` may only restrict `name` and `generateName`.
+fn metadata_schema(v: &Value, path: &str, out: &mut Vec<Cause>) {
+    if let Some(t) = v.get("type").and_then(Value::as_str)
+        && t != "object"
+    {
+        out.push(err::invalid_str(&format!("{path}.type"), t, "must be object"));
+    }
+    for (k, _) in v.get("properties").and_then(Value::as_object).into_iter().flatten() {
+        if k != "name" && k != "generateName" {
+            out.push(err::forbidden(&format!("{path}.properties[{k}]"), "must not be specified"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema() -> CompiledSchema {
+        CompiledSchema::compile(&json!({
+            "type": "object",
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "required": ["image"],
+                    "properties": {
+                        "image": {"type": "string", "minLength": 1},
+                        "port": {"type": "integer", "minimum": 1024, "maximum": 65535, "default": 8080},
+                        "mode": {"type": "string", "enum": ["a", "b"]},
+                        "name": {"type": "string", "pattern": "^[a-z]+$", "maxLength": 5},
+                        "ratio": {"type": "number", "exclusiveMaximum": true, "maximum": 1},
+                        "size": {"x-kubernetes-int-or-string": true},
+                        "note": {"type": "string", "nullable": true},
+                        "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3, "x-kubernetes-list-type": "set"},
+                        "env": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                                "items": {"type": "object", "required": ["name"], "properties": {
+                                    "name": {"type": "string"}, "value": {"type": "string"}}}},
+                        "resources": {"type": "object", "default": {}, "properties": {
+                            "cpu": {"type": "string", "default": "100m"}}},
+                        "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                                  "properties": {"known": {"type": "object", "properties": {"a": {"type": "string"}}}}},
+                        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                        "template": {"type": "object", "x-kubernetes-embedded-resource": true,
+                                     "x-kubernetes-preserve-unknown-fields": true},
+                        "when": {"type": "string", "format": "date-time"}
+                    }
+                },
+                "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}}
+            }
+        }))
+        .unwrap()
+    }
+
+    fn messages(causes: &[Cause]) -> Vec<String> {
+        causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect()
+    }
+
+    #[test]
+    fn valid_object_passes() {
+        let obj = json!({"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "a"},
+            "spec": {"image": "nginx", "port": 8080, "mode": "a", "size": "50%", "note": null, "tags": ["a", "b"],
+                     "ratio": 0.5, "labels": {"a": "b"}, "when": "2026-01-02T03:04:05Z",
+                     "template": {"apiVersion": "v1", "kind": "Pod", "spec": {}}}});
+        assert_eq!(messages(&schema().validate(&obj)), Vec::<String>::new());
+    }
+
+    #[test]
+    fn errors_read_like_upstream() {
+        let obj = json!({"spec": {"port": 80, "mode": "x", "name": "ABC", "ratio": 1, "size": true,
+            "tags": ["a", "a", "b", "c"], "replicas": 1, "when": "yesterday", "env": [{"name": "A"}, {"name": "A", "value": "2"}]}});
+        let got = messages(&schema().validate(&obj));
+        let want = [
+            "spec.image: Required value",
+            "spec.env[1]: Duplicate value: map[string]interface {}{\"name\":\"A\"}",
+            "spec.mode: Unsupported value: \"x\": supported values: \"a\", \"b\"",
+            "spec.name: Invalid value: \"ABC\": spec.name in body should match '^[a-z]+$'",
+            "spec.port: Invalid value: 80: spec.port in body should be greater than or equal to 1024",
+            "spec.ratio: Invalid value: 1: spec.ratio in body should be less than 1",
+            "spec.size: Invalid value: \"boolean\": spec.size in body must be of type integer,string: \"boolean\"",
+            "spec.tags: Too many: 4: must have at most 3 items",
+            "spec.tags[1]: Duplicate value: \"a\"",
+            "spec.when: Invalid value: \"yesterday\": spec.when in body must be of type date-time: \"yesterday\"",
+        ];
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn type_errors_stop_at_the_node() {
+        let got = messages(&schema().validate(&json!({"spec": {"image": "x", "port": "80", "note": 3, "name": null}})));
+        assert_eq!(
+            got,
+            [
+                "spec.name: Invalid value: \"null\": spec.name in body must be of type string: \"null\"",
+                "spec.note: Invalid value: \"integer\": spec.note in body must be of type string: \"integer\"",
+                "spec.port: Invalid value: \"string\": spec.port in body must be of type integer: \"string\"",
+            ]
+        );
+        assert_eq!(
+            schema().validate(&json!({"spec": {"image": "x"}, "status": {"ready": "yes"}}))[0].reason,
+            "FieldValueTypeInvalid"
+        );
+        assert!(schema().validate(&json!({"spec": {"image": "x", "port": 2048.0}})).is_empty(), "2048.0 is an integer");
+    }
+
+    #[test]
+    fn string_length_errors() {
+        let got = messages(&schema().validate(&json!({"spec": {"image": "", "name": "abcdef"}})));
+        assert_eq!(
+            got,
+            [
+                "spec.image: Invalid value: \"\": spec.image in body should be at least 1 chars long",
+                "spec.name: Too long: may not be more than 5 bytes",
+            ]
+        );
+    }
+
+    #[test]
+    fn pruning_removes_unknown_fields_and_reports_them() {
+        let mut obj = json!({"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "a", "bogus": 1},
+            "spec": {"image": "x", "unknown": 1, "env": [{"name": "a", "junk": true}],
+                     "extra": {"anything": 1, "known": {"a": "1", "b": "2"}},
+                     "labels": {"free": "form"},
+                     "template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "nope": 1}, "spec": {"x": 1}}},
+            "top": 1});
+        let mut pruned = schema().prune(&mut obj);
+        pruned.sort();
+        assert_eq!(
+            pruned,
+            [
+                "metadata.bogus",
+                "spec.env[0].junk",
+                "spec.extra.known.b",
+                "spec.template.metadata.nope",
+                "spec.unknown",
+                "top"
+            ]
+        );
+        assert_eq!(obj["metadata"], json!({"name": "a"}));
+        assert_eq!(obj["spec"]["extra"], json!({"anything": 1, "known": {"a": "1"}}));
+        assert_eq!(obj["spec"]["labels"], json!({"free": "form"}));
+        assert_eq!(
+            obj["spec"]["template"]["spec"],
+            json!({"x": 1}),
+            "preserved under x-kubernetes-preserve-unknown-fields"
+        );
+        assert_eq!(obj["apiVersion"], "x/v1");
+    }
+
+    #[test]
+    fn defaults_apply_where_the_parent_exists() {
+        let mut obj = json!({"spec": {"image": "x", "port": null}});
+        schema().apply_defaults(&mut obj);
+        assert_eq!(obj["spec"]["port"], 8080, "a null non-nullable field is defaulted");
+        assert_eq!(obj["spec"]["resources"], json!({"cpu": "100m"}), "defaults inside a default apply");
+        assert!(obj.get("status").is_none(), "no parent, no default");
+        let mut kept = json!({"spec": {"port": 9000, "resources": {"cpu": "2"}}});
+        schema().apply_defaults(&mut kept);
+        assert_eq!(kept["spec"]["port"], 9000);
+        assert_eq!(kept["spec"]["resources"]["cpu"], "2");
+    }
+
+    #[test]
+    fn additional_properties_false_and_combinators() {
+        let s = CompiledSchema::compile(&json!({"type": "object", "properties": {"spec": {"type": "object",
+            "additionalProperties": false, "properties": {"a": {"type": "integer"}},
+            "anyOf": [{"required": ["a"]}, {"required": ["b"]}]}}}))
+        .unwrap();
+        let got = messages(&s.validate(&json!({"spec": {"c": 1}})));
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got[0].starts_with("spec.c: Forbidden"));
+        assert!(got[1].contains("anyOf"));
+    }
+
+    #[test]
+    fn bad_patterns_fail_compilation() {
+        let e = CompiledSchema::compile(
+            &json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "("}}}),
+        )
+        .unwrap_err();
+        assert_eq!(e[0].field, "openAPIV3Schema.properties[a].pattern");
+    }
+
+    fn crd() -> Value {
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "microservices.platform.example.com"},
+            "spec": {"group": "platform.example.com", "scope": "Namespaced",
+                "names": {"plural": "microservices", "singular": "microservice", "kind": "Microservice",
+                          "listKind": "MicroserviceList", "shortNames": ["ms"]},
+                "versions": [{"name": "v1alpha1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                        "spec": {"type": "object", "properties": {"image": {"type": "string"}}},
+                        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
+                    "additionalPrinterColumns": [{"name": "Image", "type": "string", "jsonPath": ".spec.image"}]}]}})
+    }
+
+    #[test]
+    fn a_good_crd_is_valid() {
+        assert_eq!(messages(&validate_crd(&crd())), Vec::<String>::new());
+    }
+
+    #[test]
+    fn crd_rules() {
+        let mut c = crd();
+        c["metadata"]["name"] = json!("wrong.example.com");
+        c["spec"]["scope"] = json!("Global");
+        c["spec"]["versions"][0]["storage"] = json!(false);
+        c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["x"] =
+            json!({"description": "no type"});
+        c["spec"]["versions"][0]["additionalPrinterColumns"][0]["type"] = json!("text");
+        let got = messages(&validate_crd(&c));
+        let fields: Vec<&str> = got.iter().map(|m| m.split(": ").next().unwrap_or_default()).collect();
+        assert_eq!(
+            fields,
+            [
+                "metadata.name",
+                "spec.scope",
+                "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[x].type",
+                "spec.versions[0].additionalPrinterColumns[0].type",
+                "spec.versions",
+            ]
+        );
+        assert_eq!(
+            got[0],
+            "metadata.name: Invalid value: \"wrong.example.com\": must be spec.names.plural+\".\"+spec.group"
+        );
+        let mut no_schema = crd();
+        no_schema["spec"]["versions"][0].as_object_mut().unwrap().remove("schema");
+        assert_eq!(
+            messages(&validate_crd(&no_schema)),
+            ["spec.versions[0].schema.openAPIV3Schema: Required value: schemas are required"]
+        );
+        let mut root = crd();
+        root["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["type"] = json!("string");
+        assert!(messages(&validate_crd(&root))[0].contains("must be object at the root"));
+    }
 }
