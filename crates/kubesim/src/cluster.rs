@@ -268,9 +268,14 @@ struct Selectors {
 
 impl Cluster {
     pub fn new() -> Self {
+        Self::with_history(crate::store::HistoryLimits::default())
+    }
+
+    /// A cluster keeping this much watch history (older resourceVersions get 410 Gone).
+    pub fn with_history(limits: crate::store::HistoryLimits) -> Self {
         let cluster = Cluster {
             inner: Arc::new(Inner {
-                store: Store::default(),
+                store: Store::new(limits),
                 registry: RwLock::new(Registry::new()),
                 bookmark_interval: RwLock::new(Duration::from_secs(60)),
             }),

@@ -9,6 +9,7 @@ use crate::cluster::Cluster;
 use crate::controllers::{self, ControllerConfig, Controllers};
 use crate::faults::{FaultConfig, FaultInjector};
 use crate::http::{self, AppState, RequestCounts};
+use crate::store::HistoryLimits;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
@@ -29,6 +30,7 @@ pub struct SimBuilder {
     token: String,
     ready_delay: Duration,
     run_controllers: bool,
+    history: HistoryLimits,
 }
 
 impl Default for SimBuilder {
@@ -40,6 +42,7 @@ impl Default for SimBuilder {
             token: "kubesim-token".into(),
             ready_delay: Duration::ZERO,
             run_controllers: true,
+            history: HistoryLimits::default(),
         }
     }
 }
@@ -73,6 +76,12 @@ impl SimBuilder {
         self
     }
 
+    /// How much change history watches can resume from (older resourceVersions get 410 Gone).
+    pub fn history(mut self, limits: HistoryLimits) -> Self {
+        self.history = limits;
+        self
+    }
+
     /// /readyz fails for this long after start.
     pub fn ready_delay(mut self, delay: Duration) -> Self {
         self.ready_delay = delay;
@@ -85,7 +94,7 @@ impl SimBuilder {
             .await
             .map_err(|source| SimError::Bind { port: self.port, source })?;
         let addr = listener.local_addr().map_err(|source| SimError::Bind { port: self.port, source })?;
-        let cluster = Cluster::new();
+        let cluster = Cluster::with_history(self.history);
         let faults = FaultInjector::new(self.faults.clone());
         let mut state = AppState::new(cluster.clone(), faults.clone(), Some(self.token.clone()));
         state.address = addr.to_string().into();

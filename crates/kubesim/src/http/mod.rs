@@ -196,10 +196,13 @@ async fn faults_admin(state: &AppState, req: Request) -> Response {
                 Err(_) => return error_response(&ApiError::too_large()),
             };
             match serde_json::from_slice::<FaultConfig>(&body) {
-                Ok(cfg) => {
-                    state.faults.set_config(cfg);
-                    json_response(200, &serde_json::to_value(state.faults.config()).unwrap_or(Value::Null))
-                }
+                Ok(cfg) => match cfg.validate() {
+                    Err(e) => error_response(&e),
+                    Ok(()) => {
+                        state.faults.set_config(cfg);
+                        json_response(200, &serde_json::to_value(state.faults.config()).unwrap_or(Value::Null))
+                    }
+                },
                 Err(e) => error_response(&ApiError::bad_request(format!("invalid fault configuration: {e}"))),
             }
         }

@@ -393,7 +393,8 @@ fn watch(
         timeout: Some(timeout),
     };
     let stream = if state.faults.take_forced_gone(resource_label) {
-        let gone = crate::store::too_old(0, state.cluster.resource_version());
+        let asked = q.get("resourceVersion").and_then(|r| r.parse().ok()).unwrap_or(0);
+        let gone = crate::store::too_old(asked, state.cluster.resource_version());
         futures::stream::once(async move { WatchEvent::Error(gone.to_status()) }).boxed()
     } else {
         match state.cluster.watch(rt, path.namespace.as_deref(), opts) {
