@@ -211,8 +211,10 @@ fn merge_list(original: Vec<Value>, patch: &[Value], node: &Node, order: Option<
     // Upstream's order: items the patch names follow the patch's (or $setElementOrder's) order, items only
     // the server has keep theirs, and the two are interleaved by the server's order.
     let key = key.as_deref();
+    // With $setElementOrder, the items it names count as the patch's.
+    let named = order.unwrap_or(&in_patch);
     let (patch_items, server_only): (Vec<Value>, Vec<Value>) =
-        merged.into_iter().partition(|m| index_of(&in_patch, m, key).is_some());
+        merged.into_iter().partition(|m| index_of(named, m, key).is_some());
     let patch_items = sort_by_order(patch_items, order.unwrap_or(patch), key);
     Ok(merge_sorted(server_only, patch_items, &server_order, key))
 }
@@ -460,6 +462,17 @@ mod tests {
         let target = json!({"spec":{"containers":[{"name":"c","env":[{"name":"A","value":"1"}]}]}});
         let out = smp("Pod", target, json!({"spec":{"containers":[{"name":"c","env":[{"name":"NEW","value":"2"}]}]}}));
         assert_eq!(out["spec"]["containers"][0]["env"], json!([{"name":"NEW","value":"2"},{"name":"A","value":"1"}]));
+    }
+
+    #[test]
+    fn set_element_order_outranks_the_live_order_for_patched_lists() {
+        let patch = json!({"spec":{"template":{"spec":{
+            "$setElementOrder/containers":[{"name":"sidecar"},{"name":"nginx"}],
+            "containers":[{"name":"sidecar","image":"busybox:2"}]}}}});
+        let out = smp("Deployment", deployment(), patch);
+        let names: Vec<&str> = containers(&out).iter().map(|c| c["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["sidecar", "nginx"]);
+        assert_eq!(containers(&out)[0]["image"], "busybox:2");
     }
 
     #[test]
