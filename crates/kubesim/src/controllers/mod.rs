@@ -1,9 +1,16 @@
-//! The simulated controller-manager: Deployment and ReplicaSet controllers, a kubelet-like Pod lifecycle, and the
-//! garbage collector. Controllers act through [`crate::cluster::Cluster`] like any client would.
+//! The simulated controller-manager: Deployment and ReplicaSet controllers, a kubelet-like Pod lifecycle, the
+//! garbage collector and the namespace finalizer. Controllers act through [`crate::cluster::Cluster`] like any
+//! client would.
 //!
-//! (Interface fixed first; bodies are being written.)
+//! Each controller's decisions are pure functions ([`deployment`], [`replicaset`], [`kubelet`], [`gc`]) so they
+//! can be tested step by step; `manager` is the one event loop that feeds them from `Cluster::subscribe()` and
+//! timers and performs their writes.
 
 pub mod deployment;
+pub mod gc;
+pub mod kubelet;
+mod manager;
+pub mod replicaset;
 pub mod util;
 
 use std::time::Duration;
@@ -70,6 +77,7 @@ impl Drop for Controllers {
 }
 
 /// Starts the controllers on the current tokio runtime.
-pub fn spawn(_cluster: Cluster, _config: ControllerConfig) -> Controllers {
-    Controllers { tasks: Vec::new() }
+pub fn spawn(cluster: Cluster, config: ControllerConfig) -> Controllers {
+    let manager = manager::Manager::new(cluster, config);
+    Controllers { tasks: vec![tokio::spawn(manager.run())] }
 }
