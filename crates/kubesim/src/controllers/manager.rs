@@ -954,17 +954,8 @@ impl Manager {
                 Err(_) => return,
             }
         }
-        let still_there = self.cluster.get(&rt, None, name).ok();
-        let metadata_finalizers = still_there
-            .as_ref()
-            .and_then(|n| n.pointer("/metadata/finalizers"))
-            .and_then(Value::as_array)
-            .map_or(0, Vec::len);
-        if still_there.is_some() && metadata_finalizers == 0 {
-            let del = DeleteOptions::default();
-            if let Ok(out) = self.cluster.delete(&rt, None, name, &del) {
-                self.deleted(&rt, out);
-            }
+        if let Ok(true) = self.cluster.finalize_namespace(name) {
+            self.namespaces.remove_key(&key);
         }
     }
 }
