@@ -6,7 +6,7 @@ mod meta;
 mod registry;
 mod watch;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -15,7 +15,8 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
 use crate::error::{ApiError, ApiResult, Cause};
-use crate::resources::{ResourceRef, ResourceType};
+use crate::resources::{Origin, ResourceRef, ResourceType};
+use crate::schema::CompiledSchema;
 use crate::store::{Committed, Mutation, ObjectKey, ResourceKey, State, Store};
 use meta::{finalizers, get_path, is_deleting, meta_mut, meta_str, now_rfc3339, resource_version, set_path};
 use registry::Registry;
@@ -170,6 +171,8 @@ pub(crate) struct Inner {
     registry: RwLock<Registry>,
     /// How often idle watches that asked for bookmarks get one.
     bookmark_interval: RwLock<Duration>,
+    /// Compiled structural schemas per CRD-defined type, with the schema they were compiled from.
+    schemas: RwLock<HashMap<(String, String, String), (Value, Arc<CompiledSchema>)>>,
 }
 
 /// The emulated API server's state and verbs. Cheap to clone.
@@ -278,6 +281,7 @@ impl Cluster {
                 store: Store::new(limits),
                 registry: RwLock::new(Registry::new()),
                 bookmark_interval: RwLock::new(Duration::from_secs(60)),
+                schemas: RwLock::default(),
             }),
         };
         cluster.bootstrap();
@@ -632,14 +636,49 @@ impl Cluster {
         self.resolve(&rt.group, &rt.version, &rt.plural)
     }
 
-    /// Defaulting of a write's result, as the type's strategy does it.
+    /// The compiled schema of a CRD-defined type (compiled once per schema).
+    fn schema_for(&self, rt: &ResourceType) -> Option<Arc<CompiledSchema>> {
+        let Origin::Crd { schema, .. } = &rt.origin else { return None };
+        let key = (rt.group.clone(), rt.version.clone(), rt.plural.clone());
+        if let Some((src, compiled)) = self.inner.schemas.read().unwrap_or_else(|p| p.into_inner()).get(&key)
+            && src == schema
+        {
+            return Some(compiled.clone());
+        }
+        // CRDs are validated before they are served, so a schema that does not compile is one without rules.
+        let compiled = Arc::new(if schema.is_null() {
+            CompiledSchema::permissive()
+        } else {
+            CompiledSchema::compile(schema).unwrap_or_else(|_| CompiledSchema::permissive())
+        });
+        self.inner.schemas.write().unwrap_or_else(|p| p.into_inner()).insert(key, (schema.clone(), compiled.clone()));
+        Some(compiled)
+    }
+
+    /// Defaulting of a write's result, as the type's strategy does it; custom resources are pruned to their
+    /// schema (unknown fields: warnings, or 400 under fieldValidation=Strict) and defaulted from it.
     fn default_object(
         &self,
         rt: &ResourceType,
         obj: &mut Value,
-        _opts: &WriteOptions,
-        _warnings: &mut Vec<String>,
+        opts: &WriteOptions,
+        warnings: &mut Vec<String>,
     ) -> ApiResult<()> {
+        if let Some(schema) = self.schema_for(rt) {
+            let pruned = schema.prune(obj);
+            match opts.field_validation {
+                FieldValidation::Strict if !pruned.is_empty() => {
+                    let list: Vec<String> = pruned.iter().map(|p| format!("unknown field \"{p}\"")).collect();
+                    return Err(ApiError::bad_request(format!("strict decoding error: {}", list.join(", "))));
+                }
+                FieldValidation::Warn => warnings.extend(pruned.iter().map(|p| format!("unknown field \"{p}\""))),
+                _ => {}
+            }
+            schema.apply_defaults(obj);
+            if !schema.unsupported_rules().is_empty() {
+                warnings.push("kubesim does not evaluate x-kubernetes-validations (CEL) rules".to_string());
+            }
+        }
         crate::builtin::default_object(rt, obj);
         Ok(())
     }
@@ -647,12 +686,8 @@ impl Cluster {
     /// Validation of an object about to be stored (`old` is the stored object on updates): 422 with every cause.
     fn validate(&self, rt: &ResourceType, obj: &Value, old: Option<&Value>) -> ApiResult<()> {
         let mut causes = crate::builtin::validate_object(rt, obj, old);
-        if is_crds(rt) {
-            for c in validate_crd(obj) {
-                if !causes.iter().any(|x| x.field == c.field) {
-                    causes.push(c);
-                }
-            }
+        if let Some(schema) = self.schema_for(rt) {
+            causes.extend(schema.validate(obj));
         }
         if causes.is_empty() {
             return Ok(());
@@ -1365,56 +1400,6 @@ fn allocate_cluster_ip(st: &State, rt: &ResourceType, obj: &mut Value) -> ApiRes
         }
     }
     Ok(())
-}
-
-/// The checks a CRD must pass before its types are served (the schema module validates the schema itself).
-fn validate_crd(crd: &Value) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    let name = crd.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-    let group = crd.pointer("/spec/group").and_then(Value::as_str).unwrap_or_default();
-    let plural = crd.pointer("/spec/names/plural").and_then(Value::as_str).unwrap_or_default();
-    if group.is_empty() {
-        causes.push(Cause::new("FieldValueRequired", "Required value", "spec.group"));
-    }
-    if plural.is_empty() {
-        causes.push(Cause::new("FieldValueRequired", "Required value", "spec.names.plural"));
-    }
-    if crd.pointer("/spec/names/kind").and_then(Value::as_str).unwrap_or_default().is_empty() {
-        causes.push(Cause::new("FieldValueRequired", "Required value", "spec.names.kind"));
-    }
-    if !group.is_empty() && !plural.is_empty() && name != format!("{plural}.{group}") {
-        causes.push(Cause::new(
-            "FieldValueInvalid",
-            format!("Invalid value: \"{name}\": must be spec.names.plural+\".\"+spec.group"),
-            "metadata.name",
-        ));
-    }
-    let versions = crd.pointer("/spec/versions").and_then(Value::as_array).cloned().unwrap_or_default();
-    if versions.is_empty() {
-        causes.push(Cause::new(
-            "FieldValueRequired",
-            "Required value: must have exactly one version marked as storage version",
-            "spec.versions",
-        ));
-    } else if versions.iter().filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true)).count() != 1 {
-        causes.push(Cause::new(
-            "FieldValueInvalid",
-            "Invalid value: must have exactly one version marked as storage version",
-            "spec.versions",
-        ));
-    }
-    match crd.pointer("/spec/scope").and_then(Value::as_str) {
-        Some("Namespaced" | "Cluster") => {}
-        other => causes.push(Cause::new(
-            "FieldValueNotSupported",
-            format!(
-                "Unsupported value: \"{}\": supported values: \"Cluster\", \"Namespaced\"",
-                other.unwrap_or_default()
-            ),
-            "spec.scope",
-        )),
-    }
-    causes
 }
 
 /// The status the apiextensions controllers give a CRD: accepted names, stored versions, NamesAccepted and

@@ -419,3 +419,69 @@ mod fuzz {
         }
     }
 }
+
+fn gadget_crd() -> CustomResourceDefinition {
+    serde_json::from_value(json!({
+        "metadata": {"name": "gadgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {
+                        "spec": {
+                            "type": "object",
+                            "required": ["size"],
+                            "properties": {
+                                "size": {"type": "integer", "minimum": 1},
+                                "color": {"type": "string", "enum": ["blue", "red"], "default": "blue"}
+                            }
+                        }
+                    }
+                }}
+            }]
+        }
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn custom_resources_are_validated_pruned_and_defaulted_by_their_schema() {
+    let sim = sim().await;
+    let crds: Api<CustomResourceDefinition> = Api::all(sim.client());
+    crds.create(&PostParams::default(), &gadget_crd()).await.unwrap();
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "Gadget");
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(sim.client(), "default", &ApiResource::from_gvk_with_plural(&gvk, "gadgets"));
+    let mk = |name: &str, spec: Value| -> DynamicObject {
+        serde_json::from_value(
+            json!({"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": name}, "spec": spec}),
+        )
+        .unwrap()
+    };
+
+    let err = api.create(&PostParams::default(), &mk("bad", json!({"size": 0, "color": "green"}))).await.unwrap_err();
+    let kube::Error::Api(status) = err else { panic!("{err:?}") };
+    assert_eq!(status.code, 422);
+    assert!(status.message.contains("spec.size") && status.message.contains("spec.color"), "{}", status.message);
+
+    let ok = api.create(&PostParams::default(), &mk("ok", json!({"size": 2, "bogus": true}))).await.unwrap();
+    assert_eq!(ok.data["spec"]["color"], "blue", "defaults applied");
+    assert!(ok.data["spec"].get("bogus").is_none(), "unknown fields pruned");
+
+    let body =
+        br#"{"apiVersion":"example.com/v1","kind":"Gadget","metadata":{"name":"strict"},"spec":{"size":1,"bogus":1}}"#;
+    let (code, reply) = raw(
+        &sim,
+        "POST",
+        "/apis/example.com/v1/namespaces/default/gadgets?fieldValidation=Strict",
+        "application/json",
+        body,
+    )
+    .await;
+    assert_eq!(code, 400);
+    assert!(status_of(&reply)["message"].as_str().unwrap().contains("unknown field \"spec.bogus\""));
+}
