@@ -166,13 +166,16 @@ pub const INITIAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public
 /// The field manager recorded for writes that name none (in-process controllers).
 const DEFAULT_MANAGER: &str = "kube-controller-manager";
 
+/// (group, version, plural)
+type TypeKey = (String, String, String);
+
 pub(crate) struct Inner {
     store: Store,
     registry: RwLock<Registry>,
     /// How often idle watches that asked for bookmarks get one.
     bookmark_interval: RwLock<Duration>,
     /// Compiled structural schemas per CRD-defined type, with the schema they were compiled from.
-    schemas: RwLock<HashMap<(String, String, String), (Value, Arc<CompiledSchema>)>>,
+    schemas: RwLock<HashMap<TypeKey, (Value, Arc<CompiledSchema>)>>,
 }
 
 /// The emulated API server's state and verbs. Cheap to clone.
