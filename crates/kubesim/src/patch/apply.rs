@@ -57,6 +57,12 @@ pub fn server_side_apply(req: ApplyRequest) -> ApiResult<Value> {
         }
     }
 
+    if req.live.is_none() && req.subresource.is_some() {
+        // A subresource cannot create its object.
+        let name = meta.and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
+        return Err(ApiError::not_found(&rt.plural, &rt.group, name));
+    }
+
     let node = Node::root(rt);
     let config = scoped_config(rt, req.subresource, &strip_nulls(req.applied));
     let live = req.live.cloned().unwrap_or_else(|| Value::Object(Map::new()));
@@ -133,15 +139,14 @@ pub fn server_side_apply(req: ApplyRequest) -> ApiResult<Value> {
 
 fn check_type(rt: &ResourceType, applied: &Map<String, Value>) -> ApiResult<()> {
     let body = Value::Object(applied.clone());
-    match applied.get("apiVersion").and_then(Value::as_str) {
-        None => return Err(ApiError::bad_request(format!("Object 'apiVersion' is missing in '{body}'"))),
-        Some(v) if v != rt.api_version() => {
+    match applied.get("apiVersion").and_then(Value::as_str).unwrap_or_default() {
+        v if v != rt.api_version() => {
             return Err(ApiError::bad_request(format!(
                 "Incorrect version specified in apply patch. Specified patch version: {v}, expected: {}",
                 rt.api_version()
             )));
         }
-        Some(_) => {}
+        _ => {}
     }
     match applied.get("kind").and_then(Value::as_str) {
         None => Err(ApiError::bad_request(format!("Object 'Kind' is missing in '{body}'"))),
@@ -296,6 +301,10 @@ fn prune(value: &mut Value, last: &FieldSet, owned: Option<&FieldSet>, node: &No
                     m.remove(name);
                 } else if let Some(v) = m.get_mut(name) {
                     prune(v, last_child, owned.and_then(|o| o.child(element)), &node.field(name), &[]);
+                    // Upstream's removal leaves no empty map or list behind (it becomes null, then absent).
+                    if is_empty_container(v) {
+                        m.remove(name);
+                    }
                 }
             }
         }
@@ -312,6 +321,9 @@ fn prune(value: &mut Value, last: &FieldSet, owned: Option<&FieldSet>, node: &No
                     Some(last_child) if last_child.member && !owns_any(element) => continue,
                     Some(last_child) => {
                         prune(&mut v, last_child, owned.and_then(|o| o.child(element)), &item, &keys);
+                        if is_empty_container(&v) {
+                            continue;
+                        }
                     }
                     None => {}
                 }
@@ -320,6 +332,14 @@ fn prune(value: &mut Value, last: &FieldSet, owned: Option<&FieldSet>, node: &No
             *items = keep;
         }
         _ => {}
+    }
+}
+
+fn is_empty_container(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => m.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        _ => false,
     }
 }
 
@@ -623,6 +643,21 @@ mod tests {
         body["apiVersion"] = json!("apps/v2");
         assert_eq!(apply(&d, None, &body, "m", false).unwrap_err().code, 400);
         assert_eq!(apply(&d, None, &json!([1]), "m", false).unwrap_err().code, 400);
+        let err = apply(&d, None, &json!({"kind":"Deployment","metadata":{"name":"web"}}), "m", false).unwrap_err();
+        assert_eq!(
+            (err.code, err.message.as_str()),
+            (400, "Incorrect version specified in apply patch. Specified patch version: , expected: apps/v1")
+        );
+        let status_apply = ApplyRequest {
+            rt: &d,
+            live: None,
+            applied: &config(json!({})),
+            manager: "m",
+            force: false,
+            subresource: Some("status"),
+            now: "t",
+        };
+        assert_eq!(server_side_apply(status_apply).unwrap_err().code, 404);
     }
 
     #[test]
@@ -823,5 +858,89 @@ mod tests {
             err.message,
             "Apply failed with 1 conflict: conflict with \"operator\" with subresource \"status\": .status.conditions[type=\"Ready\"].status"
         );
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Small Deployment configurations: a few labels, a subset of containers with a few env vars.
+        fn configs() -> impl Strategy<Value = Value> {
+            let labels = proptest::collection::btree_map("[a-c]", "[x-z]", 0..3);
+            let env = proptest::collection::btree_map("E[1-3]", "[0-2]", 0..3);
+            let container = ("[a-c]", "img:[1-2]", env);
+            let containers = proptest::collection::vec(container, 1..4);
+            (proptest::option::of(0..4u32), labels, containers).prop_map(|(replicas, labels, cs)| {
+                let mut seen = std::collections::BTreeSet::new();
+                let containers: Vec<Value> = cs
+                    .into_iter()
+                    .filter(|(name, _, _)| seen.insert(name.clone()))
+                    .map(|(name, image, env)| {
+                        let env: Vec<Value> = env.into_iter().map(|(n, v)| json!({"name": n, "value": v})).collect();
+                        if env.is_empty() {
+                            json!({"name": name, "image": image})
+                        } else {
+                            json!({"name": name, "image": image, "env": env})
+                        }
+                    })
+                    .collect();
+                let mut spec = json!({"template":{"spec":{"containers":containers}}});
+                if let Some(r) = replicas {
+                    spec["replicas"] = json!(r);
+                }
+                let mut body = config(spec);
+                if !labels.is_empty() {
+                    body["metadata"]["labels"] = json!(labels);
+                }
+                body
+            })
+        }
+
+        fn without_managed(v: &Value) -> Value {
+            let mut v = v.clone();
+            v["metadata"].as_object_mut().unwrap().remove("managedFields");
+            v["metadata"].as_object_mut().unwrap().remove("uid");
+            v["metadata"].as_object_mut().unwrap().remove("resourceVersion");
+            v
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(64))]
+
+            #[test]
+            fn applying_the_same_configuration_again_changes_nothing(a in configs()) {
+                let d = rt("Deployment");
+                let live = stored(apply(&d, None, &a, "alpha", false).unwrap(), "1");
+                prop_assert_eq!(apply(&d, Some(&live), &a, "alpha", false).unwrap(), live);
+            }
+
+            #[test]
+            fn a_sole_applier_ends_up_with_exactly_its_latest_configuration(a in configs(), b in configs()) {
+                let d = rt("Deployment");
+                let live = stored(apply(&d, None, &a, "alpha", false).unwrap(), "1");
+                let updated = apply(&d, Some(&live), &b, "alpha", false).unwrap();
+                let fresh = apply(&d, None, &b, "alpha", false).unwrap();
+                prop_assert_eq!(without_managed(&stored(updated, "1")), without_managed(&stored(fresh, "1")));
+            }
+
+            #[test]
+            fn a_forced_apply_gets_every_value_it_applied(a in configs(), b in configs()) {
+                let d = rt("Deployment");
+                let live = stored(apply(&d, None, &a, "alpha", false).unwrap(), "1");
+                let out = apply(&d, Some(&live), &b, "beta", true).unwrap();
+                // Re-applying beta's configuration on top changes nothing: it already holds all its values.
+                let again = apply(&d, Some(&stored(out.clone(), "2")), &b, "beta", false).unwrap();
+                prop_assert_eq!(without_managed(&again), without_managed(&stored(out, "2")));
+            }
+
+            #[test]
+            fn a_no_op_update_keeps_managed_fields(a in configs()) {
+                let d = rt("Deployment");
+                let live = stored(apply(&d, None, &a, "alpha", false).unwrap(), "1");
+                let mut same = live.clone();
+                record_update(&d, Some(&live), &mut same, "editor", None, "later");
+                prop_assert_eq!(same, live);
+            }
+        }
     }
 }
