@@ -1,9 +1,12 @@
-//! The Microservice operator's pure core: the custom resource, the platform contract and the desired state.
+//! The Microservice operator: the custom resource, the platform contract, the desired state (pure), and the
+//! reconcile loop around them.
 
+pub mod backoff;
 pub mod contract;
 pub mod crd;
 pub mod desired;
 pub mod drift;
+pub mod error;
 pub mod image;
 pub mod ownership;
 pub mod profile;

@@ -1,0 +1,192 @@
+//! The reconcile's errors, each classified as temporary (retry with backoff) or permanent (record in status and
+//! wait for the user to change something) where it is made.
+
+use std::time::Duration;
+
+/// What the controller does with an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// Retry with per-object exponential backoff; never earlier than the server's Retry-After.
+    Temporary { retry_after: Option<Duration> },
+    /// Retrying cannot help until the Microservice, a child or the operator's permissions change.
+    Permanent,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A call to the API server failed. `class` is decided from the response when the error is made.
+    #[error("{action} failed: {message}")]
+    Api {
+        action: String,
+        message: String,
+        class: Class,
+        #[source]
+        source: kube::Error,
+    },
+
+    /// A same-name child exists and is not controlled by this Microservice (and was not handed over).
+    #[error("{kind} {namespace}/{name} already exists and is not controlled by this Microservice")]
+    ResourceConflict { kind: &'static str, namespace: String, name: String },
+
+    /// A handed-over Deployment cannot be adopted: its selector is immutable and differs from the one the
+    /// platform needs.
+    #[error(
+        "Deployment {namespace}/{name} cannot be adopted: its spec.selector {live} is immutable and differs from \
+         {desired}; delete it (kubectl delete deployment -n {namespace} {name}) and the operator will create its own"
+    )]
+    SelectorImmutable { namespace: String, name: String, live: String, desired: String },
+
+    /// The object lacks metadata the API server always sets (namespace, name, uid): a broken object.
+    #[error("Microservice is missing metadata.{0}")]
+    MissingMetadata(&'static str),
+
+    /// Building a desired object failed to serialise: an operator bug, not a user error.
+    #[error("could not serialise {what}: {source}")]
+    Serialize {
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// Wraps a kube client error, deciding here whether it is worth retrying.
+    pub fn api(action: impl Into<String>, source: kube::Error) -> Self {
+        let (class, message) = classify_kube(&source);
+        Error::Api { action: action.into(), message, class, source }
+    }
+
+    pub fn class(&self) -> Class {
+        match self {
+            Error::Api { class, .. } => *class,
+            Error::ResourceConflict { .. }
+            | Error::SelectorImmutable { .. }
+            | Error::MissingMetadata(_)
+            | Error::Serialize { .. } => Class::Permanent,
+        }
+    }
+
+    pub fn is_temporary(&self) -> bool {
+        matches!(self.class(), Class::Temporary { .. })
+    }
+
+    /// A bounded label for metrics and logs (never an object name or a message).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::Api { source: kube::Error::Api(status), .. } => match status.code {
+                403 => "forbidden",
+                409 => "conflict",
+                404 => "not_found",
+                422 => "invalid",
+                429 => "throttled",
+                500..=599 => "server_error",
+                _ => "api_error",
+            },
+            Error::Api { .. } => "transport",
+            Error::ResourceConflict { .. } => "resource_conflict",
+            Error::SelectorImmutable { .. } => "selector_immutable",
+            Error::MissingMetadata(_) => "missing_metadata",
+            Error::Serialize { .. } => "serialize",
+        }
+    }
+
+    /// What happens next, for the log line.
+    pub fn next_step(&self) -> &'static str {
+        match self.class() {
+            Class::Temporary { .. } => "retrying with backoff",
+            Class::Permanent => "not retrying until the Microservice or its children change",
+        }
+    }
+}
+
+fn classify_kube(err: &kube::Error) -> (Class, String) {
+    match err {
+        kube::Error::Api(status) => {
+            let retry_after = status
+                .details
+                .as_ref()
+                .map(|d| d.retry_after_seconds)
+                .filter(|s| *s > 0)
+                .map(|s| Duration::from_secs(u64::from(s)));
+            let class = match status.code {
+                // Throttling, server trouble, optimistic-lock conflicts and stale caches heal by themselves.
+                429 | 500..=599 | 409 | 404 | 408 => Class::Temporary { retry_after },
+                _ => Class::Permanent,
+            };
+            let message = if status.code == 403 {
+                format!(
+                    "{} (the operator's RBAC lacks this permission: grant it in the operator's Role, see deploy/)",
+                    status.message
+                )
+            } else {
+                format!("{} {}: {}", status.code, status.reason, status.message)
+            };
+            (class, message)
+        }
+        // Connection resets, timeouts and broken streams: the API server may be restarting.
+        kube::Error::HyperError(_) | kube::Error::Service(_) | kube::Error::ReadEvents(_) => {
+            (Class::Temporary { retry_after: None }, err.to_string())
+        }
+        _ => (Class::Permanent, err.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::core::Status;
+
+    use super::*;
+
+    fn api_error(code: u16, reason: &str, retry_after: Option<u32>) -> kube::Error {
+        let mut status = Status::failure("boom", reason);
+        status.code = code;
+        if let Some(s) = retry_after {
+            status.details = Some(kube::core::response::StatusDetails {
+                name: String::new(),
+                group: String::new(),
+                kind: String::new(),
+                uid: String::new(),
+                causes: Vec::new(),
+                retry_after_seconds: s,
+            });
+        }
+        kube::Error::Api(status.boxed())
+    }
+
+    #[test]
+    fn server_trouble_throttling_and_conflicts_are_temporary() {
+        for code in [500, 503, 504, 409, 404] {
+            let e = Error::api("apply", api_error(code, "X", None));
+            assert_eq!(e.class(), Class::Temporary { retry_after: None }, "{code}");
+        }
+    }
+
+    #[test]
+    fn retry_after_is_kept() {
+        let e = Error::api("apply", api_error(429, "TooManyRequests", Some(3)));
+        assert_eq!(e.class(), Class::Temporary { retry_after: Some(Duration::from_secs(3)) });
+        assert_eq!(e.kind(), "throttled");
+    }
+
+    #[test]
+    fn forbidden_is_permanent_and_names_rbac() {
+        let e = Error::api("apply Deployment", api_error(403, "Forbidden", None));
+        assert_eq!(e.class(), Class::Permanent);
+        assert!(e.to_string().contains("RBAC"), "{e}");
+    }
+
+    #[test]
+    fn invalid_is_permanent() {
+        assert_eq!(Error::api("apply", api_error(422, "Invalid", None)).class(), Class::Permanent);
+        assert_eq!(Error::api("apply", api_error(400, "BadRequest", None)).class(), Class::Permanent);
+    }
+
+    #[test]
+    fn ownership_errors_are_permanent() {
+        let e = Error::ResourceConflict { kind: "Deployment", namespace: "todo".into(), name: "x".into() };
+        assert!(!e.is_temporary());
+        assert_eq!(e.kind(), "resource_conflict");
+    }
+}
