@@ -21,24 +21,16 @@ pub enum Error {
         message: String,
         class: Class,
         #[source]
-        source: kube::Error,
+        source: Box<kube::Error>,
     },
-
-    /// A same-name child exists and is not controlled by this Microservice (and was not handed over).
-    #[error("{kind} {namespace}/{name} already exists and is not controlled by this Microservice")]
-    ResourceConflict { kind: &'static str, namespace: String, name: String },
-
-    /// A handed-over Deployment cannot be adopted: its selector is immutable and differs from the one the
-    /// platform needs.
-    #[error(
-        "Deployment {namespace}/{name} cannot be adopted: its spec.selector {live} is immutable and differs from \
-         {desired}; delete it (kubectl delete deployment -n {namespace} {name}) and the operator will create its own"
-    )]
-    SelectorImmutable { namespace: String, name: String, live: String, desired: String },
 
     /// The object lacks metadata the API server always sets (namespace, name, uid): a broken object.
     #[error("Microservice is missing metadata.{0}")]
     MissingMetadata(&'static str),
+
+    /// The desired children could not be built from the Microservice.
+    #[error(transparent)]
+    Desired(#[from] crate::desired::DesiredError),
 
     /// Building a desired object failed to serialise: an operator bug, not a user error.
     #[error("could not serialise {what}: {source}")]
@@ -55,16 +47,13 @@ impl Error {
     /// Wraps a kube client error, deciding here whether it is worth retrying.
     pub fn api(action: impl Into<String>, source: kube::Error) -> Self {
         let (class, message) = classify_kube(&source);
-        Error::Api { action: action.into(), message, class, source }
+        Error::Api { action: action.into(), message, class, source: Box::new(source) }
     }
 
     pub fn class(&self) -> Class {
         match self {
             Error::Api { class, .. } => *class,
-            Error::ResourceConflict { .. }
-            | Error::SelectorImmutable { .. }
-            | Error::MissingMetadata(_)
-            | Error::Serialize { .. } => Class::Permanent,
+            Error::Desired(_) | Error::MissingMetadata(_) | Error::Serialize { .. } => Class::Permanent,
         }
     }
 
@@ -74,21 +63,29 @@ impl Error {
 
     /// A bounded label for metrics and logs (never an object name or a message).
     pub fn kind(&self) -> &'static str {
+        match (self, self.status_code()) {
+            (Error::Api { .. }, Some(403)) => "forbidden",
+            (Error::Api { .. }, Some(409)) => "conflict",
+            (Error::Api { .. }, Some(404)) => "not_found",
+            (Error::Api { .. }, Some(422)) => "invalid",
+            (Error::Api { .. }, Some(429)) => "throttled",
+            (Error::Api { .. }, Some(500..=599)) => "server_error",
+            (Error::Api { .. }, Some(_)) => "api_error",
+            (Error::Api { .. }, None) => "transport",
+            (Error::Desired(_), _) => "desired_state",
+            (Error::MissingMetadata(_), _) => "missing_metadata",
+            (Error::Serialize { .. }, _) => "serialize",
+        }
+    }
+
+    /// The HTTP status of an API error.
+    pub fn status_code(&self) -> Option<u16> {
         match self {
-            Error::Api { source: kube::Error::Api(status), .. } => match status.code {
-                403 => "forbidden",
-                409 => "conflict",
-                404 => "not_found",
-                422 => "invalid",
-                429 => "throttled",
-                500..=599 => "server_error",
-                _ => "api_error",
+            Error::Api { source, .. } => match source.as_ref() {
+                kube::Error::Api(status) => Some(status.code),
+                _ => None,
             },
-            Error::Api { .. } => "transport",
-            Error::ResourceConflict { .. } => "resource_conflict",
-            Error::SelectorImmutable { .. } => "selector_immutable",
-            Error::MissingMetadata(_) => "missing_metadata",
-            Error::Serialize { .. } => "serialize",
+            _ => None,
         }
     }
 
@@ -184,9 +181,9 @@ mod tests {
     }
 
     #[test]
-    fn ownership_errors_are_permanent() {
-        let e = Error::ResourceConflict { kind: "Deployment", namespace: "todo".into(), name: "x".into() };
+    fn broken_objects_are_permanent() {
+        let e = Error::MissingMetadata("uid");
         assert!(!e.is_temporary());
-        assert_eq!(e.kind(), "resource_conflict");
+        assert_eq!(e.kind(), "missing_metadata");
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod backoff;
 pub mod contract;
+pub mod controller;
 pub mod crd;
 pub mod desired;
 pub mod drift;
@@ -10,4 +11,5 @@ pub mod error;
 pub mod image;
 pub mod ownership;
 pub mod profile;
+pub mod reconcile;
 pub mod status;

@@ -1,0 +1,434 @@
+//! One reconcile of one Microservice: a thin layer of I/O around the pure functions (contract, desired state,
+//! ownership, drift, status). Reads come from the controller's caches; writes happen only when something differs.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tracing::{info, instrument};
+
+use crate::contract::{self, Contract, Violation};
+use crate::controller::Context;
+use crate::crd::{Condition, ConditionStatus, ConditionType, Microservice, MicroserviceStatus, Phase};
+use crate::desired::{HANDOVER_ANNOTATION, MANAGER, desired_deployment, desired_service};
+use crate::drift;
+use crate::error::{Error, Result};
+use crate::ownership::{ChildKind, Conflict, Ownership, conflict, ownership, selector_conflict};
+use crate::status::{compute_status, reasons};
+
+/// `namespace/name`, the key of logs and backoff.
+pub fn key(ms: &Microservice) -> String {
+    format!("{}/{}", ms.namespace().unwrap_or_default(), ms.name_any())
+}
+
+#[instrument(skip_all, fields(object = %key(&ms), generation = ms.metadata.generation.unwrap_or_default()))]
+pub async fn reconcile(ms: Arc<Microservice>, ctx: Arc<Context>) -> Result<Action> {
+    // Child caches must be complete before "absent" can mean absent; otherwise a restart would re-create.
+    let _ = ctx.deployments.wait_until_ready().await;
+    let _ = ctx.services.wait_until_ready().await;
+    match converge(&ms, &ctx).await {
+        Ok(()) => {
+            ctx.backoff.succeeded(&key(&ms));
+            Ok(Action::await_change())
+        }
+        Err(err) if err.is_temporary() => Err(err),
+        Err(err) => {
+            // Permanent: say so in status (once) so the user sees it; the error policy then waits for a change.
+            record_permanent(&ms, &ctx, &err).await?;
+            Err(err)
+        }
+    }
+}
+
+async fn converge(ms: &Microservice, ctx: &Context) -> Result<()> {
+    let namespace = ms.namespace().ok_or(Error::MissingMetadata("namespace"))?;
+    let name = ms.metadata.name.clone().ok_or(Error::MissingMetadata("name"))?;
+    let now = Time(k8s_openapi::jiff::Timestamp::now());
+    let previous = ms.status.clone().unwrap_or_default();
+
+    let contract = contract::validate_object(ms, &ctx.profile);
+    let valid = match &contract {
+        Ok(valid) => valid,
+        Err(violations) => {
+            // Nothing is written to children: the spec is refused until its next generation.
+            let new = compute_status(ms, &contract, None, None, &[], &now);
+            if write_status(ms, ctx, &previous, &new).await? {
+                refused(ms, ctx, violations).await;
+            }
+            return Ok(());
+        }
+    };
+
+    let mut conflicts = Vec::new();
+    let deployment = converge_deployment(ms, ctx, valid, &namespace, &name, &previous, &mut conflicts).await?;
+    let desired = desired_service(ms, &ctx.profile)?;
+    let live = cached(&ctx.services, &namespace, &name);
+    let service = converge_child(ms, ctx, ChildKind::Service, desired, live, &previous, &mut conflicts).await?;
+
+    let new = compute_status(ms, &contract, deployment.as_ref(), service.as_ref(), &conflicts, &now);
+    if write_status(ms, ctx, &previous, &new).await? {
+        emit_transition_events(ms, ctx, &previous, &new).await;
+    }
+    Ok(())
+}
+
+async fn refused(ms: &Microservice, ctx: &Context, violations: &[Violation]) {
+    let summary = contract::summarize(violations);
+    let reason = violations.first().map_or(reasons::INVALID_SPEC, |v| v.reason.as_str());
+    info!(reason, "spec refused by the platform contract: {summary}");
+    publish(ctx, ms, EventType::Warning, "InvalidSpec", "Validate", summary).await;
+}
+
+fn cached<K>(store: &Store<K>, namespace: &str, name: &str) -> Option<Arc<K>>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    store.get(&ObjectRef::new(name).within(namespace))
+}
+
+async fn converge_deployment(
+    ms: &Microservice,
+    ctx: &Context,
+    contract: &Contract,
+    namespace: &str,
+    name: &str,
+    previous: &MicroserviceStatus,
+    conflicts: &mut Vec<Conflict>,
+) -> Result<Option<Deployment>> {
+    let desired = desired_deployment(ms, contract, &ctx.profile)?;
+    let live = cached(&ctx.deployments, namespace, name);
+    // A selector is immutable: a Deployment selecting other pods can never become ours, handed over or not.
+    if let Some(live) = &live
+        && matches!(ownership(ms, Some(&live.metadata)), Ownership::Owned | Ownership::HandedOver)
+        && let Some(problem) = selector_conflict(ms, &desired, live)
+    {
+        info!(child = "Deployment", "cannot adopt: {}", problem.message);
+        conflicts.push(problem);
+        return Ok(None);
+    }
+    converge_child(ms, ctx, ChildKind::Deployment, desired, live, previous, conflicts).await
+}
+
+/// Creates, repairs, adopts or leaves alone one child. Returns the child as last seen (None when it belongs to
+/// someone else, recorded in `conflicts`).
+async fn converge_child<K>(
+    ms: &Microservice,
+    ctx: &Context,
+    kind: ChildKind,
+    desired: K,
+    live: Option<Arc<K>>,
+    previous: &MicroserviceStatus,
+    conflicts: &mut Vec<Conflict>,
+) -> Result<Option<K>>
+where
+    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + Debug,
+{
+    let name = desired.name_any();
+    let api: Api<K> = Api::namespaced(ctx.client.clone(), &ms.namespace().unwrap_or_default());
+    // Acted on this generation before: a missing or drifted child now is a repair, not a rollout.
+    let acted_before = previous.observed_generation.is_some() && previous.observed_generation == ms.metadata.generation;
+    let verdict = ownership(ms, live.as_deref().map(|l| l.meta()));
+    if let Some(problem) = conflict(ms, kind, &verdict) {
+        conflicts.push(problem);
+        return Ok(None);
+    }
+    let Some(live) = live else {
+        // POST, not apply: a create must fail (AlreadyExists) rather than merge into an object someone else made
+        // that the cache has not shown yet.
+        let params = PostParams { field_manager: Some(MANAGER.to_string()), ..PostParams::default() };
+        let created =
+            api.create(&params, &desired).await.map_err(|e| Error::api(format!("create {kind} {name}"), e))?;
+        let (reason, note) = if acted_before {
+            ("Repaired", format!("{kind} {name} was missing; recreated it"))
+        } else {
+            ("Created", format!("created {kind} {name}"))
+        };
+        info!(child = kind.as_str(), "{note}");
+        publish(ctx, ms, EventType::Normal, reason, "Reconcile", note).await;
+        return Ok(Some(created));
+    };
+
+    if verdict == Ownership::HandedOver {
+        // Take every managed field, whoever held it, and become the controller; then drop the handover note.
+        apply(&api, &name, &desired, kind).await?;
+        let adopted = remove_handover_annotation(&api, &name, kind).await?;
+        let note = format!("adopted {kind} {name}, handed over with {HANDOVER_ANNOTATION}");
+        info!(child = kind.as_str(), "{note}");
+        publish(ctx, ms, EventType::Normal, "Adopted", "Adopt", note).await;
+        return Ok(Some(adopted));
+    }
+
+    let changed = drift::differs(&to_json(&desired)?, &to_json(live.as_ref())?);
+    let mut current = K::clone(&live);
+    if !changed.is_empty() {
+        current = apply(&api, &name, &desired, kind).await?;
+        let fields = changed.join(", ");
+        let (reason, note) = if acted_before {
+            ("Repaired", format!("reverted changes to {kind} {name}: {fields}"))
+        } else {
+            ("Updated", format!("updated {kind} {name}: {fields}"))
+        };
+        info!(child = kind.as_str(), fields = %fields, "{note}");
+        publish(ctx, ms, EventType::Normal, reason, "Reconcile", note).await;
+    }
+    if has_handover_annotation(&current) {
+        // Left over from an adoption whose second step failed.
+        current = remove_handover_annotation(&api, &name, kind).await?;
+    }
+    Ok(Some(current))
+}
+
+fn to_json<K: Serialize>(obj: &K) -> Result<Value> {
+    serde_json::to_value(obj).map_err(|source| Error::Serialize { what: "a child object", source })
+}
+
+fn has_handover_annotation<K: Resource>(obj: &K) -> bool {
+    obj.meta().annotations.as_ref().is_some_and(|a| a.contains_key(HANDOVER_ANNOTATION))
+}
+
+/// Server-side apply with force: the operator is the rightful owner of the fields it manages (the recommended
+/// mode for controllers); whether it may touch the object at all was decided before.
+async fn apply<K>(api: &Api<K>, name: &str, desired: &K, kind: ChildKind) -> Result<K>
+where
+    K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug,
+{
+    let params = PatchParams::apply(MANAGER).force();
+    api.patch(name, &params, &Patch::Apply(desired)).await.map_err(|e| Error::api(format!("apply {kind} {name}"), e))
+}
+
+async fn remove_handover_annotation<K>(api: &Api<K>, name: &str, kind: ChildKind) -> Result<K>
+where
+    K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug,
+{
+    let patch = json!({"metadata": {"annotations": {HANDOVER_ANNOTATION: null}}});
+    let params = PatchParams { field_manager: Some(MANAGER.to_string()), ..PatchParams::default() };
+    api.patch(name, &params, &Patch::Merge(&patch))
+        .await
+        .map_err(|e| Error::api(format!("remove the handover annotation of {kind} {name}"), e))
+}
+
+/// Writes status with one merge patch when it changed. Returns whether it wrote.
+async fn write_status(
+    ms: &Microservice,
+    ctx: &Context,
+    previous: &MicroserviceStatus,
+    new: &MicroserviceStatus,
+) -> Result<bool> {
+    if previous == new {
+        return Ok(false);
+    }
+    let api: Api<Microservice> = Api::namespaced(ctx.client.clone(), &ms.namespace().unwrap_or_default());
+    let body = json!({ "status": status_patch_body(new)? });
+    let params = PatchParams { field_manager: Some(MANAGER.to_string()), ..PatchParams::default() };
+    api.patch_status(&ms.name_any(), &params, &Patch::Merge(&body))
+        .await
+        .map_err(|e| Error::api(format!("update the status of Microservice {}", key(ms)), e))?;
+    Ok(true)
+}
+
+/// The status as a merge patch: fields that are now absent must be sent as null, or merge keeps the old value.
+fn status_patch_body(status: &MicroserviceStatus) -> Result<Value> {
+    let mut body = serde_json::to_value(status).map_err(|source| Error::Serialize { what: "status", source })?;
+    if let Value::Object(map) = &mut body {
+        for field in
+            ["observedGeneration", "phase", "conditions", "readyReplicas", "replicas", "replicasSummary", "image"]
+        {
+            map.entry(field).or_insert(Value::Null);
+        }
+    }
+    Ok(body)
+}
+
+/// Records a permanent failure as Degraded, with a Warning Event the first time.
+async fn record_permanent(ms: &Microservice, ctx: &Context, err: &Error) -> Result<()> {
+    let previous = ms.status.clone().unwrap_or_default();
+    let now = Time(k8s_openapi::jiff::Timestamp::now());
+    let reason = failure_reason(err);
+    let new = with_failure(&previous, ms.metadata.generation, reason, &err.to_string(), &now);
+    if write_status(ms, ctx, &previous, &new).await? {
+        publish(ctx, ms, EventType::Warning, reason, "Reconcile", err.to_string()).await;
+    }
+    Ok(())
+}
+
+fn failure_reason(err: &Error) -> &'static str {
+    match err {
+        Error::Api { .. } if err.status_code() == Some(403) => "Forbidden",
+        Error::Api { .. } => "ApiRejected",
+        Error::Desired(_) | Error::MissingMetadata(_) | Error::Serialize { .. } => "InternalError",
+    }
+}
+
+/// `previous` with Degraded=True for `reason`, Ready=False and phase Degraded; other conditions kept.
+fn with_failure(
+    previous: &MicroserviceStatus,
+    generation: Option<i64>,
+    reason: &str,
+    message: &str,
+    now: &Time,
+) -> MicroserviceStatus {
+    let mut status = previous.clone();
+    for (type_, value) in
+        [(ConditionType::Degraded, ConditionStatus::True), (ConditionType::Ready, ConditionStatus::False)]
+    {
+        let transition = match status.conditions.iter().find(|c| c.type_ == type_) {
+            Some(c) if c.status == value => c.last_transition_time.clone(),
+            _ => now.clone(),
+        };
+        status.conditions.retain(|c| c.type_ != type_);
+        status.conditions.push(Condition {
+            type_,
+            status: value,
+            observed_generation: generation,
+            last_transition_time: transition,
+            reason: reason.to_string(),
+            message: message.to_string(),
+        });
+    }
+    status.conditions.sort_by_key(|c| c.type_);
+    status.phase = Some(Phase::Degraded);
+    status.observed_generation = status.observed_generation.max(generation);
+    status
+}
+
+fn condition(status: &MicroserviceStatus, type_: ConditionType) -> Option<&Condition> {
+    status.conditions.iter().find(|c| c.type_ == type_)
+}
+
+/// Whether `type_` is True in `new` (with one of `reasons`, if given) and was not, for this generation, before.
+fn became(previous: &MicroserviceStatus, new: &MicroserviceStatus, type_: ConditionType, reasons: &[&str]) -> bool {
+    let holds = |s: &MicroserviceStatus| {
+        condition(s, type_).is_some_and(|c| {
+            c.status == ConditionStatus::True && (reasons.is_empty() || reasons.contains(&c.reason.as_str()))
+        })
+    };
+    let generation_of = |s: &MicroserviceStatus| condition(s, type_).and_then(|c| c.observed_generation);
+    holds(new) && (!holds(previous) || generation_of(previous) != generation_of(new))
+}
+
+async fn emit_transition_events(
+    ms: &Microservice,
+    ctx: &Context,
+    previous: &MicroserviceStatus,
+    new: &MicroserviceStatus,
+) {
+    let generation = ms.metadata.generation.unwrap_or_default();
+    let message = |type_| condition(new, type_).map(|c| c.message.clone()).unwrap_or_default();
+    if became(previous, new, ConditionType::Accepted, &[]) {
+        let note = format!("generation {generation} accepted: image {}", ms.spec.image);
+        publish(ctx, ms, EventType::Normal, "Accepted", "Validate", note).await;
+    }
+    if became(previous, new, ConditionType::Ready, &[]) {
+        publish(ctx, ms, EventType::Normal, "RolloutComplete", "Rollout", message(ConditionType::Ready)).await;
+    }
+    if became(previous, new, ConditionType::Degraded, &[reasons::PROGRESS_DEADLINE_EXCEEDED]) {
+        publish(ctx, ms, EventType::Warning, "RolloutFailed", "Rollout", message(ConditionType::Degraded)).await;
+    }
+    if became(previous, new, ConditionType::Degraded, &[reasons::RESOURCE_CONFLICT, reasons::IMMUTABLE_SELECTOR]) {
+        publish(ctx, ms, EventType::Warning, "ResourceConflict", "Reconcile", message(ConditionType::Degraded)).await;
+    }
+}
+
+/// Events are best effort: a failure to record one is logged, never fails the reconcile.
+async fn publish(ctx: &Context, ms: &Microservice, type_: EventType, reason: &str, action: &str, note: String) {
+    let event =
+        Event { type_, reason: reason.to_string(), note: Some(note), action: action.to_string(), secondary: None };
+    if let Err(err) = ctx.recorder.publish(&event, &ms.object_ref(&())).await {
+        tracing::warn!(reason, error = %err, "could not record an Event");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn time(s: &str) -> Time {
+        Time(s.parse().unwrap())
+    }
+
+    fn cond(type_: ConditionType, status: ConditionStatus, reason: &str, generation: i64, at: &str) -> Condition {
+        Condition {
+            type_,
+            status,
+            observed_generation: Some(generation),
+            last_transition_time: time(at),
+            reason: reason.into(),
+            message: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_permanent_failure_degrades_and_keeps_other_conditions() {
+        let previous = MicroserviceStatus {
+            observed_generation: Some(2),
+            phase: Some(Phase::Ready),
+            conditions: vec![
+                cond(ConditionType::Accepted, ConditionStatus::True, "Accepted", 2, "2026-01-01T00:00:00Z"),
+                cond(ConditionType::Ready, ConditionStatus::True, "RolloutComplete", 2, "2026-01-01T00:00:00Z"),
+            ],
+            ..MicroserviceStatus::default()
+        };
+        let now = time("2026-01-02T00:00:00Z");
+        let s = with_failure(&previous, Some(3), "Forbidden", "no patch on deployments", &now);
+        assert_eq!(s.phase, Some(Phase::Degraded));
+        assert_eq!(s.observed_generation, Some(3));
+        let degraded = condition(&s, ConditionType::Degraded).unwrap();
+        assert_eq!((degraded.status, degraded.reason.as_str()), (ConditionStatus::True, "Forbidden"));
+        assert_eq!(degraded.last_transition_time, now);
+        let ready = condition(&s, ConditionType::Ready).unwrap();
+        assert_eq!(ready.status, ConditionStatus::False);
+        assert_eq!(ready.last_transition_time, now, "Ready changed status, so it moved");
+        let accepted = condition(&s, ConditionType::Accepted).unwrap();
+        assert_eq!(accepted.last_transition_time, time("2026-01-01T00:00:00Z"));
+        // Recording the same failure again changes nothing (no second status write, no second Event).
+        assert_eq!(with_failure(&s, Some(3), "Forbidden", "no patch on deployments", &now), s);
+    }
+
+    #[test]
+    fn events_fire_once_per_transition_and_generation() {
+        let ready = |g| MicroserviceStatus {
+            conditions: vec![cond(
+                ConditionType::Ready,
+                ConditionStatus::True,
+                "RolloutComplete",
+                g,
+                "2026-01-01T00:00:00Z",
+            )],
+            ..MicroserviceStatus::default()
+        };
+        let not_ready = MicroserviceStatus {
+            conditions: vec![cond(
+                ConditionType::Ready,
+                ConditionStatus::False,
+                "RolloutInProgress",
+                1,
+                "2026-01-01T00:00:00Z",
+            )],
+            ..MicroserviceStatus::default()
+        };
+        assert!(became(&not_ready, &ready(1), ConditionType::Ready, &[]));
+        assert!(!became(&ready(1), &ready(1), ConditionType::Ready, &[]));
+        assert!(became(&ready(1), &ready(2), ConditionType::Ready, &[]), "a new generation's rollout completes");
+        assert!(!became(&not_ready, &ready(1), ConditionType::Ready, &["Other"]));
+    }
+
+    #[test]
+    fn status_patch_clears_absent_fields() {
+        let body = status_patch_body(&MicroserviceStatus::default()).unwrap();
+        assert_eq!(body["image"], Value::Null);
+        assert!(body.as_object().unwrap().contains_key("image"));
+    }
+}
