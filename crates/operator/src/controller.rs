@@ -20,6 +20,7 @@ use tracing::{info, warn};
 use crate::backoff::{Backoff, BackoffPolicy};
 use crate::crd::Microservice;
 use crate::error::{Class, Error};
+use crate::metrics::Metrics;
 use crate::profile::PlatformProfile;
 use crate::reconcile;
 
@@ -65,6 +66,7 @@ pub struct Context {
     pub services: Store<Service>,
     pub recorder: Recorder,
     pub backoff: Backoff,
+    pub metrics: Arc<Metrics>,
 }
 
 fn api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
@@ -109,7 +111,12 @@ fn same_name<K: Resource>(obj: K) -> Option<ObjectRef<Microservice>> {
 }
 
 /// Runs the operator until `shutdown` resolves; in-flight reconciles finish first.
-pub async fn run(client: Client, config: Config, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
+pub async fn run(
+    client: Client,
+    config: Config,
+    metrics: Arc<Metrics>,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) {
     let ns = config.namespace.as_deref();
     let microservices: Api<Microservice> = api(&client, ns);
     let (deployments, deployment_events) = child_cache(api::<Deployment>(&client, ns));
@@ -127,6 +134,7 @@ pub async fn run(client: Client, config: Config, shutdown: impl Future<Output = 
         deployments,
         services,
         backoff: Backoff::new(config.backoff),
+        metrics,
     });
 
     let resync = tokio_stream_interval(config.resync_interval);

@@ -9,6 +9,7 @@ pub mod desired;
 pub mod drift;
 pub mod error;
 pub mod image;
+pub mod metrics;
 pub mod ownership;
 pub mod profile;
 pub mod reconcile;

@@ -16,14 +16,17 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tracing::{info, instrument};
 
-use crate::contract::{self, Contract, Violation};
+use crate::contract::{self, Contract};
 use crate::controller::Context;
 use crate::crd::{Condition, ConditionStatus, ConditionType, Microservice, MicroserviceStatus, Phase};
 use crate::desired::{HANDOVER_ANNOTATION, MANAGER, desired_deployment, desired_service};
 use crate::drift;
 use crate::error::{Error, Result};
-use crate::ownership::{ChildKind, Conflict, Ownership, conflict, ownership, selector_conflict};
-use crate::status::{compute_status, reasons};
+use crate::metrics::ChildLabels;
+use crate::ownership::{
+    ChildKind, Conflict, Ownership, conflict, handover_cleanup_patch, ownership, selector_conflict,
+};
+use crate::status::{compute_status, reasons, status_events};
 
 /// `namespace/name`, the key of logs and backoff.
 pub fn key(ms: &Microservice) -> String {
@@ -35,24 +38,37 @@ pub async fn reconcile(ms: Arc<Microservice>, ctx: Arc<Context>) -> Result<Actio
     // Child caches must be complete before "absent" can mean absent; otherwise a restart would re-create.
     let _ = ctx.deployments.wait_until_ready().await;
     let _ = ctx.services.wait_until_ready().await;
-    match converge(&ms, &ctx).await {
+    let started = std::time::Instant::now();
+    let outcome = match converge(&ms, &ctx).await {
         Ok(()) => {
             ctx.backoff.succeeded(&key(&ms));
             Ok(Action::await_change())
         }
         Err(err) if err.is_temporary() => Err(err),
+        // Permanent: say so in status (once) so the user sees it; the error policy then waits for a change.
+        Err(err) => record_permanent(&ms, &ctx, &err).await.and(Err(err)),
+    };
+    match &outcome {
+        Ok(_) => ctx.metrics.reconciled("success", started.elapsed()),
         Err(err) => {
-            // Permanent: say so in status (once) so the user sees it; the error policy then waits for a change.
-            record_permanent(&ms, &ctx, &err).await?;
-            Err(err)
+            ctx.metrics.reconciled("error", started.elapsed());
+            ctx.metrics.failed(err.kind(), !err.is_temporary());
         }
+    }
+    outcome
+}
+
+fn resource_of(kind: ChildKind) -> &'static str {
+    match kind {
+        ChildKind::Deployment => "deployments",
+        ChildKind::Service => "services",
     }
 }
 
 async fn converge(ms: &Microservice, ctx: &Context) -> Result<()> {
     let namespace = ms.namespace().ok_or(Error::MissingMetadata("namespace"))?;
     let name = ms.metadata.name.clone().ok_or(Error::MissingMetadata("name"))?;
-    let now = Time(k8s_openapi::jiff::Timestamp::now());
+    let now = now();
     let previous = ms.status.clone().unwrap_or_default();
 
     let contract = contract::validate_object(ms, &ctx.profile);
@@ -62,7 +78,9 @@ async fn converge(ms: &Microservice, ctx: &Context) -> Result<()> {
             // Nothing is written to children: the spec is refused until its next generation.
             let new = compute_status(ms, &contract, None, None, &[], &now);
             if write_status(ms, ctx, &previous, &new).await? {
-                refused(ms, ctx, violations).await;
+                let reason = violations.first().map_or(reasons::INVALID_SPEC, |v| v.reason.as_str());
+                info!(reason, "spec refused by the platform contract: {}", contract::summarize(violations));
+                emit_status_events(ms, ctx, &previous, &new).await;
             }
             return Ok(());
         }
@@ -76,16 +94,17 @@ async fn converge(ms: &Microservice, ctx: &Context) -> Result<()> {
 
     let new = compute_status(ms, &contract, deployment.as_ref(), service.as_ref(), &conflicts, &now);
     if write_status(ms, ctx, &previous, &new).await? {
-        emit_transition_events(ms, ctx, &previous, &new).await;
+        emit_status_events(ms, ctx, &previous, &new).await;
     }
     Ok(())
 }
 
-async fn refused(ms: &Microservice, ctx: &Context, violations: &[Violation]) {
-    let summary = contract::summarize(violations);
-    let reason = violations.first().map_or(reasons::INVALID_SPEC, |v| v.reason.as_str());
-    info!(reason, "spec refused by the platform contract: {summary}");
-    publish(ctx, ms, EventType::Warning, "InvalidSpec", "Validate", summary).await;
+/// One Event per state the status entered (see `status::status_events`).
+async fn emit_status_events(ms: &Microservice, ctx: &Context, previous: &MicroserviceStatus, new: &MicroserviceStatus) {
+    for event in status_events(Some(previous), new) {
+        let type_ = if event.warning { EventType::Warning } else { EventType::Normal };
+        publish(ctx, ms, type_, event.reason, "Reconcile", event.note).await;
+    }
 }
 
 fn cached<K>(store: &Store<K>, namespace: &str, name: &str) -> Option<Arc<K>>
@@ -163,8 +182,9 @@ where
 
     if verdict == Ownership::HandedOver {
         // Take every managed field, whoever held it, and become the controller; then drop the handover note.
-        apply(&api, &name, &desired, kind).await?;
-        let adopted = remove_handover_annotation(&api, &name, kind).await?;
+        apply(ctx, &api, &name, &desired, kind).await?;
+        let adopted = remove_handover_annotation(ctx, &api, &name, kind).await?;
+        ctx.metrics.adoptions_total.get_or_create(&ChildLabels { kind: kind.as_str() }).inc();
         let note = format!("adopted {kind} {name}, handed over with {HANDOVER_ANNOTATION}");
         info!(child = kind.as_str(), "{note}");
         publish(ctx, ms, EventType::Normal, "Adopted", "Adopt", note).await;
@@ -174,7 +194,10 @@ where
     let changed = drift::differs(&to_json(&desired)?, &to_json(live.as_ref())?);
     let mut current = K::clone(&live);
     if !changed.is_empty() {
-        current = apply(&api, &name, &desired, kind).await?;
+        current = apply(ctx, &api, &name, &desired, kind).await?;
+        if acted_before {
+            ctx.metrics.drift_repairs_total.get_or_create(&ChildLabels { kind: kind.as_str() }).inc();
+        }
         let fields = changed.join(", ");
         let (reason, note) = if acted_before {
             ("Repaired", format!("reverted changes to {kind} {name}: {fields}"))
@@ -186,7 +209,7 @@ where
     }
     if has_handover_annotation(&current) {
         // Left over from an adoption whose second step failed.
-        current = remove_handover_annotation(&api, &name, kind).await?;
+        current = remove_handover_annotation(ctx, &api, &name, kind).await?;
     }
     Ok(Some(current))
 }
@@ -201,23 +224,31 @@ fn has_handover_annotation<K: Resource>(obj: &K) -> bool {
 
 /// Server-side apply with force: the operator is the rightful owner of the fields it manages (the recommended
 /// mode for controllers); whether it may touch the object at all was decided before.
-async fn apply<K>(api: &Api<K>, name: &str, desired: &K, kind: ChildKind) -> Result<K>
+async fn apply<K>(ctx: &Context, api: &Api<K>, name: &str, desired: &K, kind: ChildKind) -> Result<K>
 where
     K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug,
 {
     let params = PatchParams::apply(MANAGER).force();
-    api.patch(name, &params, &Patch::Apply(desired)).await.map_err(|e| Error::api(format!("apply {kind} {name}"), e))
+    let applied = api
+        .patch(name, &params, &Patch::Apply(desired))
+        .await
+        .map_err(|e| Error::api(format!("apply {kind} {name}"), e))?;
+    ctx.metrics.wrote(resource_of(kind), "apply");
+    Ok(applied)
 }
 
-async fn remove_handover_annotation<K>(api: &Api<K>, name: &str, kind: ChildKind) -> Result<K>
+async fn remove_handover_annotation<K>(ctx: &Context, api: &Api<K>, name: &str, kind: ChildKind) -> Result<K>
 where
     K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug,
 {
-    let patch = json!({"metadata": {"annotations": {HANDOVER_ANNOTATION: null}}});
+    let patch = handover_cleanup_patch();
     let params = PatchParams { field_manager: Some(MANAGER.to_string()), ..PatchParams::default() };
-    api.patch(name, &params, &Patch::Merge(&patch))
+    let patched = api
+        .patch(name, &params, &Patch::Merge(&patch))
         .await
-        .map_err(|e| Error::api(format!("remove the handover annotation of {kind} {name}"), e))
+        .map_err(|e| Error::api(format!("remove the handover annotation of {kind} {name}"), e))?;
+    ctx.metrics.wrote(resource_of(kind), "patch");
+    Ok(patched)
 }
 
 /// Writes status with one merge patch when it changed. Returns whether it wrote.
@@ -236,6 +267,7 @@ async fn write_status(
     api.patch_status(&ms.name_any(), &params, &Patch::Merge(&body))
         .await
         .map_err(|e| Error::api(format!("update the status of Microservice {}", key(ms)), e))?;
+    ctx.metrics.wrote("microservices/status", "patch");
     Ok(true)
 }
 
@@ -252,10 +284,17 @@ fn status_patch_body(status: &MicroserviceStatus) -> Result<Value> {
     Ok(body)
 }
 
+/// The current time as the API returns it: metav1.Time has whole seconds on the wire, so a finer value would
+/// differ from its own read-back and cause a needless second status write.
+fn now() -> Time {
+    let now = k8s_openapi::jiff::Timestamp::now();
+    Time(k8s_openapi::jiff::Timestamp::from_second(now.as_second()).unwrap_or(now))
+}
+
 /// Records a permanent failure as Degraded, with a Warning Event the first time.
 async fn record_permanent(ms: &Microservice, ctx: &Context, err: &Error) -> Result<()> {
     let previous = ms.status.clone().unwrap_or_default();
-    let now = Time(k8s_openapi::jiff::Timestamp::now());
+    let now = now();
     let reason = failure_reason(err);
     let new = with_failure(&previous, ms.metadata.generation, reason, &err.to_string(), &now);
     if write_status(ms, ctx, &previous, &new).await? {
@@ -304,44 +343,6 @@ fn with_failure(
     status
 }
 
-fn condition(status: &MicroserviceStatus, type_: ConditionType) -> Option<&Condition> {
-    status.conditions.iter().find(|c| c.type_ == type_)
-}
-
-/// Whether `type_` is True in `new` (with one of `reasons`, if given) and was not, for this generation, before.
-fn became(previous: &MicroserviceStatus, new: &MicroserviceStatus, type_: ConditionType, reasons: &[&str]) -> bool {
-    let holds = |s: &MicroserviceStatus| {
-        condition(s, type_).is_some_and(|c| {
-            c.status == ConditionStatus::True && (reasons.is_empty() || reasons.contains(&c.reason.as_str()))
-        })
-    };
-    let generation_of = |s: &MicroserviceStatus| condition(s, type_).and_then(|c| c.observed_generation);
-    holds(new) && (!holds(previous) || generation_of(previous) != generation_of(new))
-}
-
-async fn emit_transition_events(
-    ms: &Microservice,
-    ctx: &Context,
-    previous: &MicroserviceStatus,
-    new: &MicroserviceStatus,
-) {
-    let generation = ms.metadata.generation.unwrap_or_default();
-    let message = |type_| condition(new, type_).map(|c| c.message.clone()).unwrap_or_default();
-    if became(previous, new, ConditionType::Accepted, &[]) {
-        let note = format!("generation {generation} accepted: image {}", ms.spec.image);
-        publish(ctx, ms, EventType::Normal, "Accepted", "Validate", note).await;
-    }
-    if became(previous, new, ConditionType::Ready, &[]) {
-        publish(ctx, ms, EventType::Normal, "RolloutComplete", "Rollout", message(ConditionType::Ready)).await;
-    }
-    if became(previous, new, ConditionType::Degraded, &[reasons::PROGRESS_DEADLINE_EXCEEDED]) {
-        publish(ctx, ms, EventType::Warning, "RolloutFailed", "Rollout", message(ConditionType::Degraded)).await;
-    }
-    if became(previous, new, ConditionType::Degraded, &[reasons::RESOURCE_CONFLICT, reasons::IMMUTABLE_SELECTOR]) {
-        publish(ctx, ms, EventType::Warning, "ResourceConflict", "Reconcile", message(ConditionType::Degraded)).await;
-    }
-}
-
 /// Events are best effort: a failure to record one is logged, never fails the reconcile.
 async fn publish(ctx: &Context, ms: &Microservice, type_: EventType, reason: &str, action: &str, note: String) {
     let event =
@@ -354,6 +355,10 @@ async fn publish(ctx: &Context, ms: &Microservice, type_: EventType, reason: &st
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn condition(status: &MicroserviceStatus, type_: ConditionType) -> Option<&Condition> {
+        status.conditions.iter().find(|c| c.type_ == type_)
+    }
 
     fn time(s: &str) -> Time {
         Time(s.parse().unwrap())
@@ -395,34 +400,6 @@ mod tests {
         assert_eq!(accepted.last_transition_time, time("2026-01-01T00:00:00Z"));
         // Recording the same failure again changes nothing (no second status write, no second Event).
         assert_eq!(with_failure(&s, Some(3), "Forbidden", "no patch on deployments", &now), s);
-    }
-
-    #[test]
-    fn events_fire_once_per_transition_and_generation() {
-        let ready = |g| MicroserviceStatus {
-            conditions: vec![cond(
-                ConditionType::Ready,
-                ConditionStatus::True,
-                "RolloutComplete",
-                g,
-                "2026-01-01T00:00:00Z",
-            )],
-            ..MicroserviceStatus::default()
-        };
-        let not_ready = MicroserviceStatus {
-            conditions: vec![cond(
-                ConditionType::Ready,
-                ConditionStatus::False,
-                "RolloutInProgress",
-                1,
-                "2026-01-01T00:00:00Z",
-            )],
-            ..MicroserviceStatus::default()
-        };
-        assert!(became(&not_ready, &ready(1), ConditionType::Ready, &[]));
-        assert!(!became(&ready(1), &ready(1), ConditionType::Ready, &[]));
-        assert!(became(&ready(1), &ready(2), ConditionType::Ready, &[]), "a new generation's rollout completes");
-        assert!(!became(&not_ready, &ready(1), ConditionType::Ready, &["Other"]));
     }
 
     #[test]
