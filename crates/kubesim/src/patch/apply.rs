@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::fields::{FieldSet, Path, applied_set, changes, list_elements, path_string};
+use super::fields::{FieldSet, Path, added_set, applied_set, changes, list_elements, path_string};
 use super::managed::{Entry, Operation, decode, owned_view, store};
 use super::schema_info::{ListType, Node};
 use crate::error::{ApiError, ApiResult, Cause};
@@ -75,6 +75,18 @@ pub fn server_side_apply(req: ApplyRequest) -> ApiResult<Value> {
     let api_version = rt.api_version();
     let is_applier = |e: &Entry| e.same_manager(req.manager, Operation::Apply, &api_version, req.subresource);
     let mut entries = req.live.map(decode).unwrap_or_default();
+    if entries.is_empty() && req.live.is_some() {
+        // Upstream gives the fields of an object nobody manages yet to "before-first-apply", so an applier
+        // still conflicts with values it did not set.
+        entries.push(Entry {
+            manager: BEFORE_FIRST_APPLY.to_string(),
+            operation: Operation::Update,
+            api_version: api_version.clone(),
+            time: Some(req.now.to_string()),
+            subresource: req.subresource.map(str::to_string),
+            fields: added_set(&live_view, &node, ""),
+        });
+    }
 
     let mut conflicts: Vec<(String, Path)> = Vec::new();
     for e in entries.iter_mut().filter(|e| !is_applier(e)) {
@@ -122,6 +134,10 @@ pub fn server_side_apply(req: ApplyRequest) -> ApiResult<Value> {
     }
     prune(&mut merged, &last_applied, Some(&owned), &node, &[]);
 
+    if req.manager == "kubectl" && req.subresource.is_none() {
+        sync_last_applied(&mut merged, req.applied);
+    }
+
     let same_object = without_managed_fields(&merged) == without_managed_fields(&live);
     let only_times_differ = entries.len() == before.len()
         && entries
@@ -135,6 +151,25 @@ pub fn server_side_apply(req: ApplyRequest) -> ApiResult<Value> {
     }
     store(&mut merged, entries);
     Ok(merged)
+}
+
+const BEFORE_FIRST_APPLY: &str = "before-first-apply";
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// `kubectl apply --server-side` keeps client-side apply's annotation current when the object has one, as
+/// upstream's last-applied updater does: the applied object without the annotation, encoded as JSON.
+fn sync_last_applied(merged: &mut Value, applied: &Value) {
+    let Some(annotations) = merged.pointer_mut("/metadata/annotations").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if !annotations.contains_key(LAST_APPLIED) {
+        return;
+    }
+    let mut config = applied.clone();
+    if let Some(Value::Object(a)) = config.pointer_mut("/metadata/annotations") {
+        a.remove(LAST_APPLIED);
+    }
+    annotations.insert(LAST_APPLIED.to_string(), Value::String(format!("{config}\n")));
 }
 
 fn check_type(rt: &ResourceType, applied: &Map<String, Value>) -> ApiResult<()> {
@@ -858,6 +893,39 @@ mod tests {
             err.message,
             "Apply failed with 1 conflict: conflict with \"operator\" with subresource \"status\": .status.conditions[type=\"Ready\"].status"
         );
+    }
+
+    #[test]
+    fn an_unmanaged_object_belongs_to_before_first_apply() {
+        let d = rt("Deployment");
+        let mut spec = containers(nginx("nginx:1"));
+        spec["replicas"] = json!(1);
+        let live = stored(config(spec), "4");
+        let err = apply(&d, Some(&live), &config(json!({"replicas":2})), "alpha", false).unwrap_err();
+        assert_eq!(
+            err.message,
+            "Apply failed with 1 conflict: conflict with \"before-first-apply\" using apps/v1: .spec.replicas"
+        );
+        let out = apply(&d, Some(&live), &config(json!({"replicas":1})), "alpha", false).unwrap();
+        assert!(entry(&out, "before-first-apply").is_some());
+        assert_eq!(entry(&out, "alpha").unwrap()["fieldsV1"], json!({"f:spec":{"f:replicas":{}}}));
+    }
+
+    #[test]
+    fn kubectl_server_side_apply_keeps_the_last_applied_annotation_current() {
+        let d = rt("Deployment");
+        let mut live = stored(config(json!({"replicas":1})), "4");
+        live["metadata"]["annotations"] = json!({LAST_APPLIED: "{\"old\":true}\n", "keep": "me"});
+        record_update(&d, None, &mut live, "kubectl-client-side-apply", None, "t0");
+        let body = config(json!({"replicas":1}));
+        let out = apply(&d, Some(&live), &body, "kubectl", false).unwrap();
+        let annotation = out["metadata"]["annotations"][LAST_APPLIED].as_str().unwrap();
+        assert!(annotation.ends_with('\n'));
+        assert_eq!(serde_json::from_str::<Value>(annotation).unwrap(), body);
+        assert_eq!(out["metadata"]["annotations"]["keep"], "me");
+        // Other managers leave it alone.
+        let other = apply(&d, Some(&live), &body, "helm", false).unwrap();
+        assert_eq!(other["metadata"]["annotations"][LAST_APPLIED], "{\"old\":true}\n");
     }
 
     mod properties {
