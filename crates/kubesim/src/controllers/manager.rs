@@ -384,10 +384,9 @@ impl Manager {
         }
         if let Some(node) = Node::from_object(rt, &value) {
             self.graph_rv.insert(uid, rv);
+            // Also for write-through: the event that follows carries the same version and is skipped here.
             let check = self.graph.upsert(node);
-            if mark {
-                self.dirty_gc.extend(check);
-            }
+            self.dirty_gc.extend(check);
         }
     }
 
