@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::fields::{FieldSet, Path, added_set, applied_set, changes, list_elements, path_string};
-use super::managed::{Entry, Operation, decode, owned_view, store};
+use super::fields::{FieldSet, Path, applied_set, changes, list_elements, path_string};
+use super::managed::{Entry, Operation, created_fields, decode, owned_view, store};
 use super::schema_info::{ListType, Node};
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::resources::ResourceType;
@@ -84,7 +84,7 @@ pub fn server_side_apply(req: ApplyRequest) -> ApiResult<Value> {
             api_version: api_version.clone(),
             time: Some(req.now.to_string()),
             subresource: req.subresource.map(str::to_string),
-            fields: added_set(&live_view, &node, ""),
+            fields: created_fields(rt, req.subresource, &live),
         });
     }
 

@@ -195,14 +195,6 @@ fn granular(node: &Node) -> bool {
     !node.is_atomic_object()
 }
 
-/// Maps (arbitrary keys) rather than structs: upstream marks them `.` when an Update adds them.
-fn is_map_field(name: &str) -> bool {
-    matches!(
-        name,
-        "labels" | "annotations" | "data" | "binaryData" | "stringData" | "matchLabels" | "limits" | "requests"
-    )
-}
-
 /// Names the items of a keyed list, or None when it has to be treated as atomic (unkeyable or duplicate items).
 pub fn list_elements(items: &[Value], list: &Node) -> Option<Vec<String>> {
     let elements: Vec<String> = match list.list_type() {
@@ -224,24 +216,24 @@ pub fn list_elements(items: &[Value], list: &Node) -> Option<Vec<String>> {
 /// The fields a value sets, as an applier owns them: leaves (scalars, atomic values, empty objects and lists)
 /// and list items; objects themselves are not members.
 pub fn applied_set(v: &Value, node: &Node) -> FieldSet {
-    value_set(v, node, "", false)
+    value_set(v, node, false)
 }
 
-/// Every field of a value newly added by an Update: as [`applied_set`], and maps and lists that are added get
-/// `.` as upstream records them.
-pub fn added_set(v: &Value, node: &Node, name: &str) -> FieldSet {
-    value_set(v, node, name, true)
+/// Every field of a value an Update added: as [`applied_set`], and the added objects and lists themselves are
+/// members too (`.`), as upstream's comparison records a map or list that was absent before.
+pub fn added_set(v: &Value, node: &Node) -> FieldSet {
+    value_set(v, node, true)
 }
 
-fn value_set(v: &Value, node: &Node, name: &str, mark_containers: bool) -> FieldSet {
+fn value_set(v: &Value, node: &Node, mark_containers: bool) -> FieldSet {
     match v {
         Value::Object(m) if granular(node) && !m.is_empty() => {
-            let mut set = FieldSet { member: mark_containers && is_map_field(name), children: BTreeMap::new() };
+            let mut set = FieldSet { member: mark_containers, children: BTreeMap::new() };
             for (k, child) in m {
                 if child.is_null() {
                     continue;
                 }
-                set.children.insert(field(k), value_set(child, &node.field(k), k, mark_containers));
+                set.children.insert(field(k), value_set(child, &node.field(k), mark_containers));
             }
             // An object of nulls only is a leaf, like an empty one.
             if set.children.is_empty() {
@@ -257,7 +249,7 @@ fn value_set(v: &Value, node: &Node, name: &str, mark_containers: bool) -> Field
                     let mut child = if element.starts_with("v:") {
                         FieldSet::leaf()
                     } else {
-                        value_set(item, &item_node, "", mark_containers)
+                        value_set(item, &item_node, mark_containers)
                     };
                     child.member = true;
                     set.children.insert(element, child);
@@ -283,6 +275,13 @@ pub struct Changes {
 pub fn changes(old: &Value, new: &Value, node: &Node) -> Changes {
     let mut out = Changes::default();
     diff(old, new, node, &mut out.changed, &mut out.removed);
+    // The metadata path itself is never owned (upstream strips it), only what is inside.
+    if let Some(meta) = out.changed.children.get_mut("f:metadata") {
+        meta.member = false;
+        if meta.is_empty() {
+            out.changed.children.remove("f:metadata");
+        }
+    }
     out
 }
 
@@ -297,7 +296,7 @@ fn diff(old: &Value, new: &Value, node: &Node, changed: &mut FieldSet, removed: 
                 match o.get(k).filter(|v| !v.is_null()) {
                     None if nv.is_null() => {}
                     None => {
-                        changed.children.insert(field(k), added_set(nv, &child, k));
+                        changed.children.insert(field(k), added_set(nv, &child));
                     }
                     Some(ov) if nv.is_null() => {
                         let _ = ov;
@@ -327,11 +326,8 @@ fn diff(old: &Value, new: &Value, node: &Node, changed: &mut FieldSet, removed: 
                 for (element, item) in ne.iter().zip(n) {
                     match oe.iter().position(|e| e == element) {
                         None => {
-                            let mut set = if element.starts_with("v:") {
-                                FieldSet::leaf()
-                            } else {
-                                added_set(item, &item_node, "")
-                            };
+                            let mut set =
+                                if element.starts_with("v:") { FieldSet::leaf() } else { added_set(item, &item_node) };
                             set.member = true;
                             changed.children.insert(element.clone(), set);
                         }

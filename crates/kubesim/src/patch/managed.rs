@@ -205,6 +205,35 @@ pub fn owned_view(rt: &ResourceType, subresource: Option<&str>, obj: &Value) -> 
     Value::Object(out)
 }
 
+/// What upstream compares a created object with: the type's zero value, whose non-optional maps and lists
+/// exist already, so they are not recorded as added (`.`) the way optional ones are. Custom resources start
+/// from nothing but metadata.
+fn zero_object(rt: &ResourceType) -> Value {
+    let pod_spec = json!({"containers": []});
+    let template = json!({"metadata": {}, "spec": pod_spec});
+    let mut zero = match (rt.is_crd(), rt.kind.as_str()) {
+        (true, _) => json!({}),
+        (false, "Deployment") => json!({"spec": {"template": template, "strategy": {}}, "status": {}}),
+        (false, "ReplicaSet") => json!({"spec": {"template": template}, "status": {}}),
+        (false, "Pod") => json!({"spec": pod_spec, "status": {}}),
+        (false, "Service") => json!({"spec": {}, "status": {"loadBalancer": {}}}),
+        (false, "Namespace") => json!({"spec": {}, "status": {}}),
+        (false, "CustomResourceDefinition") => json!({"spec": {"names": {}}, "status": {"acceptedNames": {}}}),
+        (false, "Lease") => json!({"spec": {}}),
+        (false, "Role" | "ClusterRole") => json!({"rules": []}),
+        (false, "RoleBinding" | "ClusterRoleBinding") => json!({"roleRef": {}}),
+        (false, _) => json!({}),
+    };
+    zero["metadata"] = json!({});
+    zero
+}
+
+/// The fields of a whole object, as an Update that created it records them.
+pub fn created_fields(rt: &ResourceType, subresource: Option<&str>, obj: &Value) -> FieldSet {
+    let zero = owned_view(rt, subresource, &zero_object(rt));
+    changes(&zero, &owned_view(rt, subresource, obj), &Node::root(rt)).changed
+}
+
 /// Whether a client asked to reset managedFields (`managedFields: [{}]`, as upstream documents it).
 fn is_reset(obj: &Value) -> bool {
     obj.pointer("/metadata/managedFields")
@@ -237,7 +266,7 @@ pub fn record_update(
     };
     let api_version = rt.api_version();
     let node = Node::root(rt);
-    let old_view = old.map(|o| owned_view(rt, subresource, o)).unwrap_or_else(|| Value::Object(Map::new()));
+    let old_view = owned_view(rt, subresource, old.unwrap_or(&zero_object(rt)));
     let new_view = owned_view(rt, subresource, new);
     let ch = changes(&old_view, &new_view, &node);
 
@@ -317,6 +346,33 @@ mod tests {
         assert!(f["f:spec"]["f:template"]["f:spec"]["f:containers"]["k:{\"name\":\"nginx\"}"]["f:image"].is_object());
         assert!(f.get("f:status").is_none(), "status belongs to the status subresource");
         assert!(f.get("f:apiVersion").is_none());
+    }
+
+    #[test]
+    fn create_marks_added_optional_maps_and_lists_as_upstream_does() {
+        // The shape `kubectl get deploy -o yaml --show-managed-fields` shows after a client-side apply create.
+        let rt = rt("Deployment");
+        let mut obj = json!({"apiVersion":"apps/v1","kind":"Deployment",
+            "metadata":{"name":"web","annotations":{"a":"1"},"labels":{"app":"web"}},
+            "spec":{"replicas":1,"selector":{"matchLabels":{"app":"web"}},
+                "strategy":{"type":"RollingUpdate","rollingUpdate":{"maxSurge":"25%","maxUnavailable":"25%"}},
+                "template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"nginx",
+                    "image":"nginx","ports":[{"containerPort":80,"protocol":"TCP"}],"resources":{}}],
+                    "restartPolicy":"Always"}}}});
+        record_update(&rt, None, &mut obj, "kubectl-client-side-apply", None, "t");
+        assert_eq!(
+            fields_of(&obj, "kubectl-client-side-apply").unwrap(),
+            &json!({
+                "f:metadata":{"f:annotations":{".":{},"f:a":{}},"f:labels":{".":{},"f:app":{}}},
+                "f:spec":{"f:replicas":{},"f:selector":{},
+                    "f:strategy":{"f:rollingUpdate":{".":{},"f:maxSurge":{},"f:maxUnavailable":{}},"f:type":{}},
+                    "f:template":{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{
+                        "f:containers":{"k:{\"name\":\"nginx\"}":{".":{},"f:image":{},"f:name":{},
+                            "f:ports":{".":{},"k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{".":{},
+                                "f:containerPort":{},"f:protocol":{}}},
+                            "f:resources":{}}},
+                        "f:restartPolicy":{}}}}})
+        );
     }
 
     #[test]
