@@ -2,8 +2,10 @@
 //! fields, apply defaults and validate custom resources the way apiextensions-apiserver does (kube-openapi's
 //! validator, `structuraldefaulting`, `structuralpruning`, list-type checks), with its paths and messages.
 //!
-//! `x-kubernetes-validations` (CEL) rules are compiled and kept, but not evaluated: CEL support is not
-//! implemented. Rules are listed by [`CompiledSchema::unsupported_rules`] so the caller can say so (a warning).
+//! `x-kubernetes-validations` (CEL) rules are evaluated by the [`cel`] module; what it cannot evaluate is
+//! listed by [`CompiledSchema::unsupported_rules`] so the caller can say so (a warning).
+
+mod cel;
 
 use std::collections::BTreeMap;
 
@@ -59,8 +61,8 @@ struct Node {
     any_of: Vec<Node>,
     one_of: Vec<Node>,
     not: Option<Box<Node>>,
-    /// CEL rules (`rule` text), not evaluated.
-    rules: Vec<String>,
+    /// `x-kubernetes-validations`.
+    rules: Vec<cel::Rule>,
 }
 
 /// A compiled `openAPIV3Schema`.
@@ -169,11 +171,7 @@ impl Node {
             maximum = Some(n);
             exclusive_maximum = true;
         }
-        let rules = v
-            .get("x-kubernetes-validations")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|r| r.get("rule").and_then(Value::as_str)).map(str::to_string).collect())
-            .unwrap_or_default();
+        let rules = cel::compile_rules(v, path, errs);
         Node {
             ty,
             nullable: flag(v, "nullable"),
@@ -257,10 +255,10 @@ impl CompiledSchema {
         }
     }
 
-    /// The CEL rules of the schema, which this emulator does not evaluate.
+    /// The CEL rules of the schema that this emulator does not evaluate (see the [`cel`] module).
     pub fn unsupported_rules(&self) -> Vec<String> {
         fn walk(n: &Node, out: &mut Vec<String>) {
-            out.extend(n.rules.iter().cloned());
+            out.extend(n.rules.iter().filter(|r| !r.supported()).map(|r| r.text.clone()));
             n.properties.values().for_each(|p| walk(p, out));
             if let Some(i) = &n.items {
                 walk(i, out);
@@ -289,12 +287,18 @@ impl CompiledSchema {
         default_node(obj, &self.root);
     }
 
-    /// Validates a custom resource. `metadata`, `apiVersion` and `kind` at the root are left to ObjectMeta
-    /// validation. Errors carry upstream's paths and messages.
+    /// Validates a custom resource being created. `metadata`, `apiVersion` and `kind` at the root are left to
+    /// ObjectMeta validation. Errors carry upstream's paths and messages.
     pub fn validate(&self, obj: &Value) -> Vec<Cause> {
+        self.validate_update(obj, None)
+    }
+
+    /// As [`validate`](Self::validate), with the stored object of an update: CEL transition rules
+    /// (`oldSelf`) are evaluated where an old value correlates.
+    pub fn validate_update(&self, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         let mut out = Vec::new();
         let Some(m) = obj.as_object() else {
-            validate_node(obj, &self.root, "", &mut out);
+            validate_node(obj, old, &self.root, "", &mut out);
             return out;
         };
         for key in &self.root.required {
@@ -310,9 +314,10 @@ impl CompiledSchema {
                 continue;
             }
             if let Some(s) = self.root.property(k) {
-                validate_node(v, s, k, &mut out);
+                validate_node(v, old.and_then(|o| o.get(k)), s, k, &mut out);
             }
         }
+        cel::evaluate(&self.root.rules, obj, old, "object", "", &mut out);
         out
     }
 }
@@ -447,7 +452,7 @@ fn format_ok(format: &str, s: &str) -> bool {
     }
 }
 
-fn validate_node(v: &Value, s: &Node, path: &str, out: &mut Vec<Cause>) {
+fn validate_node(v: &Value, old: Option<&Value>, s: &Node, path: &str, out: &mut Vec<Cause>) {
     if v.is_null() && (s.nullable || (s.ty.is_none() && !s.int_or_string && s.preserve_unknown)) {
         return;
     }
@@ -530,8 +535,10 @@ fn validate_node(v: &Value, s: &Node, path: &str, out: &mut Vec<Cause>) {
                 out.push(invalid(path, v, "shouldn't contain duplicates"));
             }
             if let Some(item_schema) = &s.items {
+                let old_items = old.and_then(Value::as_array).filter(|_| s.list_type.as_deref() == Some("map"));
                 for (i, item) in items.iter().enumerate() {
-                    validate_node(item, item_schema, &format!("{path}[{i}]"), out);
+                    let old_item = old_items.and_then(|o| o.iter().find(|x| map_key(x, s) == map_key(item, s)));
+                    validate_node(item, old_item, item_schema, &format!("{path}[{i}]"), out);
                 }
             }
             list_type(items, s, path, out);
@@ -565,7 +572,7 @@ fn validate_node(v: &Value, s: &Node, path: &str, out: &mut Vec<Cause>) {
                     continue;
                 }
                 match s.property(k) {
-                    Some(sub) => validate_node(val, sub, &child(path, k), out),
+                    Some(sub) => validate_node(val, old.and_then(|o| o.get(k)), sub, &child(path, k), out),
                     None if matches!(s.additional, Additional::False) => {
                         out.push(err::forbidden(&child(path, k), "additional properties are not allowed"));
                     }
@@ -576,15 +583,17 @@ fn validate_node(v: &Value, s: &Node, path: &str, out: &mut Vec<Cause>) {
         _ => {}
     }
     combinators(v, s, path, out);
+    let ty = if s.int_or_string { "" } else { s.ty.as_deref().unwrap_or_default() };
+    cel::evaluate(&s.rules, v, old, ty, path, out);
 }
 
 fn combinators(v: &Value, s: &Node, path: &str, out: &mut Vec<Cause>) {
     for sub in &s.all_of {
-        validate_node(v, sub, path, out);
+        validate_node(v, None, sub, path, out);
     }
     let passes = |sub: &Node| {
         let mut e = Vec::new();
-        validate_node(v, sub, path, &mut e);
+        validate_node(v, None, sub, path, &mut e);
         e.is_empty()
     };
     if !s.any_of.is_empty() && !s.any_of.iter().any(passes) {
@@ -600,6 +609,19 @@ fn combinators(v: &Value, s: &Node, path: &str, out: &mut Vec<Cause>) {
     }
 }
 
+/// The key fields of an item of an `x-kubernetes-list-type: map` list (absent keys take their defaults).
+fn map_key(x: &Value, s: &Node) -> Value {
+    let mut k = Map::new();
+    for name in &s.list_map_keys {
+        if let Some(val) = x.get(name) {
+            k.insert(name.clone(), val.clone());
+        } else if let Some(d) = s.items.as_ref().and_then(|i| i.properties.get(name)).and_then(|p| p.default.clone()) {
+            k.insert(name.clone(), d);
+        }
+    }
+    Value::Object(k)
+}
+
 /// `x-kubernetes-list-type` `set` and `map` uniqueness.
 fn list_type(items: &[Value], s: &Node, path: &str, out: &mut Vec<Cause>) {
     match s.list_type.as_deref() {
@@ -611,20 +633,7 @@ fn list_type(items: &[Value], s: &Node, path: &str, out: &mut Vec<Cause>) {
             }
         }
         Some("map") => {
-            let key_of = |x: &Value| -> Value {
-                let mut k = Map::new();
-                for name in &s.list_map_keys {
-                    if let Some(val) = x.get(name) {
-                        k.insert(name.clone(), val.clone());
-                    } else if let Some(d) =
-                        s.items.as_ref().and_then(|i| i.properties.get(name)).and_then(|p| p.default.clone())
-                    {
-                        k.insert(name.clone(), d);
-                    }
-                }
-                Value::Object(k)
-            };
-            let keys: Vec<Value> = items.iter().map(key_of).collect();
+            let keys: Vec<Value> = items.iter().map(|x| map_key(x, s)).collect();
             for (i, k) in keys.iter().enumerate() {
                 if keys[..i].contains(k) {
                     out.push(err::duplicate(&format!("{path}[{i}]"), k));
