@@ -315,9 +315,20 @@ async fn lists_paginate_with_continue_tokens() {
 
 /// One raw HTTP/1.1 exchange: (status code, body).
 async fn raw(sim: &Sim, method: &str, path: &str, content_type: &str, body: &[u8]) -> (u16, Vec<u8>) {
+    raw_accept(sim, method, path, content_type, "application/json", body).await
+}
+
+async fn raw_accept(
+    sim: &Sim,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    accept: &str,
+    body: &[u8],
+) -> (u16, Vec<u8>) {
     let mut s = tokio::net::TcpStream::connect(sim.addr()).await.unwrap();
     let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "{method} {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: {content_type}\r\nAccept: {accept}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         sim.addr(),
         sim.token(),
         body.len()
@@ -484,4 +495,30 @@ async fn custom_resources_are_validated_pruned_and_defaulted_by_their_schema() {
     .await;
     assert_eq!(code, 400);
     assert!(status_of(&reply)["message"].as_str().unwrap().contains("unknown field \"spec.bogus\""));
+}
+
+#[tokio::test]
+async fn kubectl_get_gets_a_table_and_metadata_clients_get_partial_objects() {
+    let sim = sim().await;
+    let api: Api<Deployment> = Api::namespaced(sim.client(), "default");
+    api.create(&PostParams::default(), &deployment("web")).await.unwrap();
+    let path = "/apis/apps/v1/namespaces/default/deployments?limit=500";
+    let accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+    let (code, body) = raw_accept(&sim, "GET", path, "application/json", accept, b"").await;
+    assert_eq!(code, 200);
+    let table: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(table["kind"], "Table");
+    let columns: Vec<&str> =
+        table["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(&columns[..5], ["Name", "Ready", "Up-to-date", "Available", "Age"]);
+    assert_eq!(table["rows"][0]["cells"][0], "web");
+    assert_eq!(table["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+
+    let accept = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+    let (code, body) = raw_accept(&sim, "GET", path, "application/json", accept, b"").await;
+    assert_eq!(code, 200);
+    let list: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(list["kind"], "PartialObjectMetadataList");
+    assert!(list["items"][0].get("spec").is_none());
+    assert_eq!(list["items"][0]["metadata"]["name"], "web");
 }

@@ -53,40 +53,7 @@ pub fn object(rt: &ResourceType, obj: Value, out: Output) -> Value {
     }
 }
 
-/// Server-side printing (`kubectl get`): Name and Age (a stand-in until the table module's renderer lands).
-pub fn table(_rt: &ResourceType, items: &[Value], rv: &str) -> Value {
-    let now = jiff::Timestamp::now();
-    let rows: Vec<Value> = items
-        .iter()
-        .map(|o| {
-            let name = o.pointer("/metadata/name").cloned().unwrap_or(Value::Null);
-            let age = o
-                .pointer("/metadata/creationTimestamp")
-                .and_then(Value::as_str)
-                .and_then(|t| t.parse::<jiff::Timestamp>().ok())
-                .map(|t| short_age(now.as_second() - t.as_second()))
-                .unwrap_or_else(|| "<unknown>".into());
-            json!({"cells": [name, age], "object": partial_metadata(o)})
-        })
-        .collect();
-    json!({
-        "kind": "Table",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": {"resourceVersion": rv},
-        "columnDefinitions": [
-            {"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0},
-            {"name": "Age", "type": "string", "format": "", "description": "CreationTimestamp is a timestamp representing the server time when this object was created.", "priority": 0},
-        ],
-        "rows": rows,
-    })
-}
-
-fn short_age(secs: i64) -> String {
-    let s = secs.max(0);
-    match s {
-        0..120 => format!("{s}s"),
-        120..3600 => format!("{}m", s / 60),
-        3600..172_800 => format!("{}h", s / 3600),
-        _ => format!("{}d", s / 86_400),
-    }
+/// Server-side printing (`kubectl get`).
+pub fn table(rt: &ResourceType, items: &[Value], rv: &str) -> Value {
+    crate::table::render_table(rt, items, rv, jiff::Timestamp::now())
 }
