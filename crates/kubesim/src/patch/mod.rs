@@ -13,6 +13,8 @@
 //! - [`apply`]: server-side apply.
 
 pub mod apply;
+#[cfg(test)]
+mod e2e_tests;
 pub mod fields;
 pub mod json;
 pub mod managed;
