@@ -678,8 +678,13 @@ impl Cluster {
                 _ => {}
             }
             schema.apply_defaults(obj);
-            if !schema.unsupported_rules().is_empty() {
-                warnings.push("kubesim does not evaluate x-kubernetes-validations (CEL) rules".to_string());
+            let unsupported = schema.unsupported_rules();
+            if !unsupported.is_empty() {
+                warnings.push(format!(
+                    "kubesim cannot evaluate {} x-kubernetes-validations rule(s): {}",
+                    unsupported.len(),
+                    unsupported.join("; ")
+                ));
             }
         }
         crate::builtin::default_object(rt, obj);
@@ -690,7 +695,8 @@ impl Cluster {
     fn validate(&self, rt: &ResourceType, obj: &Value, old: Option<&Value>) -> ApiResult<()> {
         let mut causes = crate::builtin::validate_object(rt, obj, old);
         if let Some(schema) = self.schema_for(rt) {
-            causes.extend(schema.validate(obj));
+            // Transition rules (oldSelf) see the stored object on updates.
+            causes.extend(schema.validate_update(obj, old));
         }
         if causes.is_empty() {
             return Ok(());
