@@ -6,27 +6,45 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
-use kube::api::{PostParams, WatchEvent, WatchParams};
+use kube::api::PostParams;
 use kubesim::Sim;
 use kubesim::cluster::WriteOptions;
 use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const WATCHERS: usize = 100;
 
+/// Raw HTTP watch streams counting event lines, so the numbers measure the server, not client-side decoding.
 async fn start_watchers(sim: &Sim, delivered: &Arc<AtomicU64>) {
-    let api: Api<ConfigMap> = Api::namespaced(sim.client(), "default");
-    let rv = sim.cluster().resource_version().to_string();
+    let rv = sim.cluster().resource_version();
     for _ in 0..WATCHERS {
-        let mut s = api.watch(&WatchParams::default().timeout(290), &rv).await.expect("watch").boxed();
+        let mut s = tokio::net::TcpStream::connect(sim.addr()).await.expect("connect");
+        let req = format!(
+            "GET /api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=290 HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\n\r\n",
+            sim.addr(),
+            sim.token()
+        );
+        s.write_all(req.as_bytes()).await.expect("request");
         let delivered = delivered.clone();
         tokio::spawn(async move {
-            while let Some(Ok(ev)) = s.next().await {
-                if matches!(ev, WatchEvent::Added(_)) {
-                    delivered.fetch_add(1, Ordering::Relaxed);
+            let mut buf = vec![0u8; 64 * 1024];
+            let mut prev = 0u8;
+            loop {
+                let n = match s.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                // Event lines end in a bare `\n`; HTTP and chunk framing end in `\r\n`.
+                let mut events = 0u64;
+                for &b in &buf[..n] {
+                    if b == b'\n' && prev != b'\r' {
+                        events += 1;
+                    }
+                    prev = b;
                 }
+                delivered.fetch_add(events, Ordering::Relaxed);
             }
         });
     }

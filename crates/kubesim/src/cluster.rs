@@ -13,6 +13,7 @@ use std::time::Duration;
 use futures::stream::BoxStream;
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
+pub use watch::WatchItem;
 
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::resources::{Origin, ResourceRef, ResourceType};
@@ -169,6 +170,15 @@ const DEFAULT_MANAGER: &str = "kube-controller-manager";
 /// (group, version, plural)
 type TypeKey = (String, String, String);
 
+/// JSON watch lines shared by all watchers, by (resourceVersion, version served); bounded.
+#[derive(Default)]
+struct LineCache {
+    lines: HashMap<(u64, String), bytes::Bytes>,
+    order: std::collections::VecDeque<(u64, String)>,
+}
+
+const LINE_CACHE_SIZE: usize = 16_384;
+
 pub(crate) struct Inner {
     store: Store,
     registry: RwLock<Registry>,
@@ -176,6 +186,36 @@ pub(crate) struct Inner {
     bookmark_interval: RwLock<Duration>,
     /// Compiled structural schemas per CRD-defined type, with the schema they were compiled from.
     schemas: RwLock<HashMap<TypeKey, (Value, Arc<CompiledSchema>)>>,
+    lines: std::sync::Mutex<LineCache>,
+}
+
+impl Inner {
+    /// `{"type":..,"object":..}\n` of a change as watchers of `rt` send it unfiltered.
+    fn shared_line(&self, rt: &ResourceType, change: &Change) -> bytes::Bytes {
+        let key = (change.resource_version, rt.version.clone());
+        if let Some(b) = self.lines.lock().unwrap_or_else(|p| p.into_inner()).lines.get(&key) {
+            return b.clone();
+        }
+        let kind = match change.kind {
+            ChangeKind::Added => "ADDED",
+            ChangeKind::Modified => "MODIFIED",
+            ChangeKind::Deleted => "DELETED",
+        };
+        let mut line =
+            serde_json::to_vec(&json!({"type": kind, "object": present(rt, &change.object)})).unwrap_or_default();
+        line.push(b'\n');
+        let line = bytes::Bytes::from(line);
+        let mut cache = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.lines.insert(key.clone(), line.clone()).is_none() {
+            cache.order.push_back(key);
+            while cache.order.len() > LINE_CACHE_SIZE {
+                if let Some(old) = cache.order.pop_front() {
+                    cache.lines.remove(&old);
+                }
+            }
+        }
+        line
+    }
 }
 
 /// The emulated API server's state and verbs. Cheap to clone.
@@ -285,6 +325,7 @@ impl Cluster {
                 registry: RwLock::new(Registry::new()),
                 bookmark_interval: RwLock::new(Duration::from_secs(60)),
                 schemas: RwLock::default(),
+                lines: Default::default(),
             }),
         };
         cluster.bootstrap();
@@ -1220,6 +1261,26 @@ impl Cluster {
     }
 
     pub fn watch(&self, rt: &ResourceType, ns: Option<&str>, opts: WatchOptions) -> ApiResult<WatchStream> {
+        Ok(self.watcher(rt, ns, opts, false)?.into_stream())
+    }
+
+    /// The HTTP layer's JSON watch: plain events come as JSON lines serialised once for all watchers.
+    pub fn watch_json(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        opts: WatchOptions,
+    ) -> ApiResult<BoxStream<'static, WatchItem>> {
+        Ok(self.watcher(rt, ns, opts, true)?.into_items())
+    }
+
+    fn watcher(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        opts: WatchOptions,
+        lines: bool,
+    ) -> ApiResult<watch::Watcher> {
         let rt = self.canonical(rt)?;
         let sel = self.selectors(&rt, opts.label_selector.as_deref(), opts.field_selector.as_deref())?;
         let ns = if rt.namespaced { ns.filter(|s| !s.is_empty()).map(String::from) } else { None };
@@ -1262,17 +1323,22 @@ impl Cluster {
                 None
             },
             done: false,
+            lines,
         };
         for obj in &start.initial {
             if w.filter.matches(obj) {
-                w.pending.push_back(WatchEvent::Added(present(&rt, obj)));
+                w.pending.push_back(watch::WatchItem::Event(WatchEvent::Added(present(&rt, obj))));
             }
         }
         if opts.send_initial_events {
-            w.pending.push_back(WatchEvent::Bookmark(watch::bookmark(&rt, start.current_rv, true)));
+            w.pending.push_back(watch::WatchItem::Event(WatchEvent::Bookmark(watch::bookmark(
+                &rt,
+                start.current_rv,
+                true,
+            ))));
         }
         w.replay(&start.replay);
-        Ok(w.into_stream())
+        Ok(w)
     }
 
     /// Every committed change, for in-process controllers. A lagging subscriber gets `RecvError::Lagged` and

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
+use futures::stream::BoxStream;
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
@@ -14,6 +15,13 @@ use super::{Change, ChangeKind, Inner, WatchEvent, WatchStream, present};
 use crate::resources::ResourceRef;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::store::{ResourceKey, too_old};
+
+/// What a watcher emits: an event to serialise, or a JSON line shared by every watcher that sends it.
+#[derive(Debug, Clone)]
+pub enum WatchItem {
+    Event(WatchEvent),
+    Line(bytes::Bytes),
+}
 
 pub struct Filter {
     pub rt: ResourceRef,
@@ -46,7 +54,9 @@ pub struct Watcher {
     pub rt: ResourceRef,
     pub filter: Filter,
     pub rx: tokio::sync::broadcast::Receiver<Change>,
-    pub pending: VecDeque<WatchEvent>,
+    pub pending: VecDeque<WatchItem>,
+    /// Emit shared, pre-serialised JSON lines for plain events (the HTTP JSON path).
+    pub lines: bool,
     /// The newest resourceVersion this watcher has seen (delivered or filtered out): bookmarks carry it.
     pub last_rv: u64,
     pub deadline: Instant,
@@ -73,6 +83,11 @@ impl Watcher {
         }
         let now = self.filter.matches(&change.object);
         let before = change.old.as_deref().is_some_and(|o| self.filter.matches(o));
+        if self.lines && now && (before || change.kind != ChangeKind::Modified) {
+            // The event every plain watcher of this version sends: serialise it once for all of them.
+            self.pending.push_back(WatchItem::Line(self.inner.shared_line(&self.rt, change)));
+            return;
+        }
         let obj = || present(&self.rt, &change.object);
         let event = match change.kind {
             ChangeKind::Added if now => WatchEvent::Added(obj()),
@@ -82,7 +97,7 @@ impl Watcher {
             ChangeKind::Deleted if now => WatchEvent::Deleted(obj()),
             _ => return,
         };
-        self.pending.push_back(event);
+        self.pending.push_back(WatchItem::Event(event));
     }
 
     /// After the broadcast dropped messages for this watcher, catch up from the history, or end with 410.
@@ -98,17 +113,17 @@ impl Watcher {
             Err(_) => {
                 let oldest = st.oldest_available();
                 drop(st);
-                self.pending.push_back(WatchEvent::Error(too_old(self.last_rv, oldest).to_status()));
+                self.pending.push_back(WatchItem::Event(WatchEvent::Error(too_old(self.last_rv, oldest).to_status())));
                 self.done = true;
             }
         }
     }
 
-    async fn next_event(mut self) -> Option<(WatchEvent, Self)> {
+    async fn next_event(mut self) -> Option<(WatchItem, Self)> {
         let mut tick = self.bookmarks.map(|d| Instant::now() + d);
         loop {
             if let Some(e) = self.pending.pop_front() {
-                if matches!(e, WatchEvent::Error(_)) {
+                if matches!(e, WatchItem::Event(WatchEvent::Error(_))) {
                     self.done = true;
                 }
                 return Some((e, self));
@@ -125,7 +140,7 @@ impl Watcher {
                 },
                 _ = tokio::time::sleep_until(self.deadline) => return None,
                 _ = tokio::time::sleep_until(tick.unwrap_or(far)), if tick.is_some() => {
-                    self.pending.push_back(WatchEvent::Bookmark(bookmark(&self.rt, self.last_rv, false)));
+                    self.pending.push_back(WatchItem::Event(WatchEvent::Bookmark(bookmark(&self.rt, self.last_rv, false))));
                     tick = self.bookmarks.map(|d| Instant::now() + d);
                 }
             }
@@ -133,6 +148,18 @@ impl Watcher {
     }
 
     pub fn into_stream(self) -> WatchStream {
+        futures::stream::unfold(self, |w| w.next_event())
+            .filter_map(|item| async move {
+                match item {
+                    WatchItem::Event(e) => Some(e),
+                    // Only produced in `lines` mode, which `into_items` serves.
+                    WatchItem::Line(_) => None,
+                }
+            })
+            .boxed()
+    }
+
+    pub fn into_items(self) -> BoxStream<'static, WatchItem> {
         futures::stream::unfold(self, |w| w.next_event()).boxed()
     }
 }

@@ -15,7 +15,7 @@ use super::negotiate::{self, Output};
 use super::route::ResourcePath;
 use super::{AppState, DEFAULT_WATCH_TIMEOUT, error_response, json_response, output};
 use crate::cluster::{
-    DeleteOptions, DeleteOutcome, FieldValidation, ListOptions, PropagationPolicy, Subresource, WatchEvent,
+    DeleteOptions, DeleteOutcome, FieldValidation, ListOptions, PropagationPolicy, Subresource, WatchEvent, WatchItem,
     WatchOptions, WriteOptions, WriteOutcome,
 };
 use crate::error::{ApiError, ApiResult};
@@ -392,15 +392,24 @@ fn watch(
         send_initial_events: q.flag("sendInitialEvents"),
         timeout: Some(timeout),
     };
-    let stream = if state.faults.take_forced_gone(resource_label) {
+    let rt2 = rt.clone();
+    let to_item = move |ev: WatchEvent| WatchItem::Event(ev);
+    let stream: futures::stream::BoxStream<'static, WatchItem> = if state.faults.take_forced_gone(resource_label) {
         let asked = q.get("resourceVersion").and_then(|r| r.parse().ok()).unwrap_or(0);
         let gone = crate::store::too_old(asked, state.cluster.resource_version());
-        futures::stream::once(async move { WatchEvent::Error(gone.to_status()) }).boxed()
+        futures::stream::once(async move { WatchItem::Event(WatchEvent::Error(gone.to_status())) }).boxed()
     } else {
-        match state.cluster.watch(rt, path.namespace.as_deref(), opts) {
+        let started = if fmt == Output::Json {
+            state.cluster.watch_json(rt, path.namespace.as_deref(), opts)
+        } else {
+            state.cluster.watch(rt, path.namespace.as_deref(), opts).map(|s| s.map(to_item).boxed())
+        };
+        match started {
             Ok(s) => s,
             // A too-old resourceVersion is reported inside the stream, as upstream's watch cache does.
-            Err(e) if e.code == 410 => futures::stream::once(async move { WatchEvent::Error(e.to_status()) }).boxed(),
+            Err(e) if e.code == 410 => {
+                futures::stream::once(async move { WatchItem::Event(WatchEvent::Error(e.to_status())) }).boxed()
+            }
             Err(e) => return Err(e),
         }
     };
@@ -413,8 +422,12 @@ fn watch(
         Some(d) => stream.take_until(tokio::time::sleep(d)).boxed(),
         None => stream,
     };
-    let rt = rt.clone();
-    let body = Body::from_stream(stream.map(move |ev| Ok::<_, Infallible>(event_line(&rt, ev, fmt))));
+    let body = Body::from_stream(stream.map(move |item| {
+        Ok::<_, Infallible>(match item {
+            WatchItem::Event(ev) => bytes::Bytes::from(event_line(&rt2, ev, fmt)),
+            WatchItem::Line(line) => line,
+        })
+    }));
     let mut r = Response::new(body);
     r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     Ok(r)
