@@ -422,11 +422,16 @@ fn watch(
         Some(d) => stream.take_until(tokio::time::sleep(d)).boxed(),
         None => stream,
     };
-    let body = Body::from_stream(stream.map(move |item| {
-        Ok::<_, Infallible>(match item {
-            WatchItem::Event(ev) => bytes::Bytes::from(event_line(&rt2, ev, fmt)),
-            WatchItem::Line(line) => line,
-        })
+    // Events already waiting go out in one chunk: one write per burst instead of one per event.
+    let body = Body::from_stream(stream.ready_chunks(256).map(move |items| {
+        let mut out = Vec::new();
+        for item in items {
+            match item {
+                WatchItem::Event(ev) => out.extend_from_slice(&event_line(&rt2, ev, fmt)),
+                WatchItem::Line(line) => out.extend_from_slice(&line),
+            }
+        }
+        Ok::<_, Infallible>(bytes::Bytes::from(out))
     }));
     let mut r = Response::new(body);
     r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
