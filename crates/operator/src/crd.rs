@@ -1,5 +1,6 @@
 //! The `Microservice` custom resource: what a team asks for (spec) and what the operator reports (status).
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -150,9 +151,18 @@ impl Microservice {
     }
 }
 
+/// The CRD as installed. kube-derive leaves `names.listKind` out; the API server would default it, so it is set
+/// here to make the manifest equal to what the server stores (no diff on a later `kubectl apply`).
+pub fn crd() -> CustomResourceDefinition {
+    use kube::CustomResourceExt;
+    let mut crd = Microservice::crd();
+    if crd.spec.names.list_kind.is_none() {
+        crd.spec.names.list_kind = Some(format!("{}List", crd.spec.names.kind));
+    }
+    crd
+}
+
 /// The CRD as YAML, the form `microservice-operator crd` prints and `deploy/crd.yaml` holds.
 pub fn crd_yaml() -> Result<String, serde_saphyr::SerializeError> {
-    use kube::CustomResourceExt;
-    let yaml = serde_saphyr::to_string(&Microservice::crd())?;
-    Ok(yaml)
+    serde_saphyr::to_string(&crd())
 }

@@ -2,7 +2,7 @@
 
 mod support;
 
-use microservice_operator::crd::{IMAGE_PATTERN, Microservice, crd_yaml};
+use microservice_operator::crd::{IMAGE_PATTERN, crd_yaml};
 use microservice_operator::image::ImageReference;
 use serde_json::Value;
 
@@ -17,8 +17,7 @@ fn committed_crd_matches_the_generated_one() {
 }
 
 fn schema() -> Value {
-    use kube::CustomResourceExt;
-    let crd = serde_json::to_value(Microservice::crd()).unwrap();
+    let crd = serde_json::to_value(microservice_operator::crd::crd()).unwrap();
     crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"].clone()
 }
 
@@ -70,13 +69,13 @@ fn schema_states_the_spec_rules() {
 
 #[test]
 fn names_columns_and_subresources() {
-    use kube::CustomResourceExt;
-    let crd = serde_json::to_value(Microservice::crd()).unwrap();
+    let crd = serde_json::to_value(microservice_operator::crd::crd()).unwrap();
     let spec = &crd["spec"];
     assert_eq!(crd["metadata"]["name"], "microservices.platform.example.com");
     assert_eq!(spec["scope"], "Namespaced");
     assert_eq!(spec["names"]["shortNames"], serde_json::json!(["ms"]));
     assert_eq!(spec["names"]["categories"], serde_json::json!(["platform"]));
+    assert_eq!(spec["names"]["listKind"], "MicroserviceList");
     let version = &spec["versions"][0];
     assert_eq!(version["name"], "v1alpha1");
     assert_eq!(version["subresources"]["status"], serde_json::json!({}));
