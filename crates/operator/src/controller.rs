@@ -99,7 +99,8 @@ where
             }
         })
         .reflect(writer)
-        .applied_objects();
+        // Deletions too: a deleted child must trigger its repair at once.
+        .touched_objects();
     (reader, stream)
 }
 
