@@ -191,7 +191,8 @@ where
         return Ok(Some(adopted));
     }
 
-    let changed = drift::differs(&to_json(&desired)?, &to_json(live.as_ref())?);
+    let changed = drift::differs_typed(&desired, live.as_ref())
+        .map_err(|source| Error::Serialize { what: "a child object", source })?;
     let mut current = K::clone(&live);
     if !changed.is_empty() {
         current = apply(ctx, &api, &name, &desired, kind).await?;
@@ -212,10 +213,6 @@ where
         current = remove_handover_annotation(ctx, &api, &name, kind).await?;
     }
     Ok(Some(current))
-}
-
-fn to_json<K: Serialize>(obj: &K) -> Result<Value> {
-    serde_json::to_value(obj).map_err(|source| Error::Serialize { what: "a child object", source })
 }
 
 fn has_handover_annotation<K: Resource>(obj: &K) -> bool {
