@@ -2,6 +2,7 @@
 //! reconcile loop around them.
 
 pub mod backoff;
+pub mod cli;
 pub mod contract;
 pub mod controller;
 pub mod crd;

@@ -1,6 +1,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use microservice_operator::cli::manifests::{self, ManifestsArgs};
 use microservice_operator::crd::crd_yaml;
 use microservice_operator::profile::PlatformProfile;
 
@@ -18,12 +19,23 @@ enum Command {
     Crd,
     /// Print the default platform profile as YAML, a starting point for a profile file.
     Profile,
+    /// Print the install bundle (what `kubectl kustomize deploy` renders): pipe it to `kubectl apply -f -`.
+    Manifests(ManifestsArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let output = match cli.command {
         Command::Crd => crd_yaml().map_err(|e| format!("cannot render the CRD: {e}")),
+        Command::Manifests(args) => {
+            return match tokio::runtime::Builder::new_current_thread().build() {
+                Ok(runtime) => runtime.block_on(manifests::run(args)),
+                Err(e) => {
+                    eprintln!("error: cannot start the async runtime: {e}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
         Command::Profile => {
             serde_saphyr::to_string(&PlatformProfile::default()).map_err(|e| format!("cannot render the profile: {e}"))
         }
