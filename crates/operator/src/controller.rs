@@ -2,10 +2,11 @@
 //! periodic resync, and graceful shutdown. The decisions live in [`crate::reconcile`].
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::{Stream, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::Api;
@@ -15,11 +16,14 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
-use tracing::{info, warn};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+use tracing::{debug, info, warn};
 
 use crate::backoff::{Backoff, BackoffPolicy};
 use crate::crd::Microservice;
 use crate::error::{Class, Error};
+use crate::health::Health;
 use crate::metrics::Metrics;
 use crate::profile::PlatformProfile;
 use crate::reconcile;
@@ -82,9 +86,15 @@ where
     }
 }
 
-/// A cached, trimmed watch of one child kind: managedFields and the last-applied annotation are dropped, since
-/// drift is judged on spec and status and they would double the cache's memory.
-fn child_cache<K>(api: Api<K>) -> (Store<K>, impl Stream<Item = Result<K, watcher::Error>> + Send + 'static)
+/// Where child events go: the running Controller's trigger queue, or nowhere while this replica is a standby
+/// (its caches stay warm; on taking over, the Controller's initial list reconciles every Microservice anyway).
+type Triggers = Arc<Mutex<Option<mpsc::UnboundedSender<ObjectRef<Microservice>>>>>;
+
+/// A cached, trimmed watch of one child kind, driven by its own task so it runs regardless of leadership and never
+/// waits on the Controller (a reconcile may wait on the cache, so the cache must not wait on reconciles).
+/// managedFields and the last-applied annotation are dropped: drift is judged on spec and status, and they would
+/// double the cache's memory.
+fn spawn_child_cache<K>(api: Api<K>, triggers: Triggers, health: Arc<Health>) -> (Store<K>, JoinHandle<()>)
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
 {
@@ -101,44 +111,143 @@ where
         .reflect(writer)
         // Deletions too: a deleted child must trigger its repair at once.
         .touched_objects();
-    (reader, stream)
+    health.watch_started();
+    let task = tokio::spawn(async move {
+        let kind = K::kind(&());
+        let mut stream = std::pin::pin!(stream);
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(child) => {
+                    let Some(target) = same_name(&child) else { continue };
+                    // The queue is unbounded so the cache never stalls; the Controller merges duplicate requests.
+                    if let Some(queue) = triggers.lock().ok().as_ref().and_then(|t| t.as_ref()) {
+                        debug!(child = %kind, object = %target, "child changed; reconciling its Microservice");
+                        let _ = queue.send(target);
+                    }
+                }
+                Err(err) => warn!(child = %kind, error = %err, "watch failed; retrying with backoff"),
+            }
+        }
+        health.watch_ended();
+    });
+    (reader, task)
 }
 
 /// Every child maps to the same-name Microservice: children are named like their CR, and a same-name object
 /// someone else made (a conflict, or a handover) must wake the CR too, so ownerReferences alone would not do.
-fn same_name<K: Resource>(obj: K) -> Option<ObjectRef<Microservice>> {
+fn same_name<K: Resource>(obj: &K) -> Option<ObjectRef<Microservice>> {
     let ns = obj.meta().namespace.clone()?;
     Some(ObjectRef::new(&obj.name_any()).within(&ns))
 }
 
-/// Runs the operator until `shutdown` resolves; in-flight reconciles finish first.
+/// Why [`run_elected`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stopped {
+    /// The shutdown signal fired; in-flight reconciles finished.
+    Shutdown,
+    /// This replica lost the Lease (or the election ended); in-flight reconciles finished. Exit, as controller-runtime
+    /// does, so a restart rejoins the election cleanly.
+    LostLeadership,
+}
+
+/// Runs the operator as the only replica until `shutdown` resolves; in-flight reconciles finish first.
 pub async fn run(
     client: Client,
     config: Config,
     metrics: Arc<Metrics>,
-    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+    shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
-    let ns = config.namespace.as_deref();
-    let microservices: Api<Microservice> = api(&client, ns);
-    let (deployments, deployment_events) = child_cache(api::<Deployment>(&client, ns));
-    let (services, service_events) = child_cache(api::<Service>(&client, ns));
+    let (_always, leader) = watch::channel(true);
+    run_elected(client, config, metrics, Arc::new(Health::new()), leader, shutdown).await;
+}
 
-    let mut watch = watcher::Config::default();
-    if let Some(selector) = &config.selector {
-        watch = watch.labels(selector);
+/// Runs the operator until `shutdown` resolves or leadership is lost. Caches start at once and stay warm; the
+/// Controller runs only while `leader` is true.
+pub async fn run_elected(
+    client: Client,
+    config: Config,
+    metrics: Arc<Metrics>,
+    health: Arc<Health>,
+    mut leader: watch::Receiver<bool>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Stopped {
+    let shutdown = shutdown.boxed().shared();
+    let ns = config.namespace.as_deref();
+    let triggers = Triggers::default();
+    let (deployments, deployment_task) =
+        spawn_child_cache(api::<Deployment>(&client, ns), triggers.clone(), health.clone());
+    let (services, service_task) = spawn_child_cache(api::<Service>(&client, ns), triggers.clone(), health.clone());
+    let _caches = AbortOnDrop(vec![deployment_task, service_task]);
+
+    let synced = async {
+        let _ = deployments.wait_until_ready().await;
+        let _ = services.wait_until_ready().await;
+    };
+    tokio::select! {
+        () = synced => {}
+        () = shutdown.clone() => return Stopped::Shutdown,
     }
-    let reporter = Reporter { controller: CONTROLLER_NAME.to_string(), instance: config.instance.clone() };
+    health.set_caches_synced();
+    info!(deployments = deployments.len(), services = services.len(), "child caches synced");
+
+    tokio::select! {
+        elected = leader.wait_for(|leading| *leading) => {
+            if elected.is_err() {
+                return Stopped::LostLeadership;
+            }
+        }
+        () = shutdown.clone() => return Stopped::Shutdown,
+    }
+
+    let (queue, requests) = mpsc::unbounded_channel();
+    if let Ok(mut slot) = triggers.lock() {
+        *slot = Some(queue);
+    }
+    let lost = Arc::new(AtomicBool::new(false));
+    let stop = {
+        let lost = lost.clone();
+        let shutdown = shutdown.clone();
+        let mut leader = leader.clone();
+        async move {
+            tokio::select! {
+                () = shutdown => {}
+                _ = leader.wait_for(|leading| !*leading) => lost.store(true, Ordering::Release),
+            }
+        }
+    };
     let context = Arc::new(Context {
-        recorder: Recorder::new(client.clone(), reporter),
-        client,
+        recorder: Recorder::new(
+            client.clone(),
+            Reporter { controller: CONTROLLER_NAME.to_string(), instance: config.instance.clone() },
+        ),
+        client: client.clone(),
         profile: config.profile.clone(),
         deployments,
         services,
         backoff: Backoff::new(config.backoff),
         metrics,
     });
+    run_controller(client, &config, context, requests, stop).await;
+    if let Ok(mut slot) = triggers.lock() {
+        *slot = None;
+    }
+    if lost.load(Ordering::Acquire) { Stopped::LostLeadership } else { Stopped::Shutdown }
+}
 
-    let resync = tokio_stream_interval(config.resync_interval);
+async fn run_controller(
+    client: Client,
+    config: &Config,
+    context: Arc<Context>,
+    mut requests: mpsc::UnboundedReceiver<ObjectRef<Microservice>>,
+    stop: impl Future<Output = ()> + Send + 'static,
+) {
+    let ns = config.namespace.as_deref();
+    let microservices: Api<Microservice> = api(&client, ns);
+    let mut watch = watcher::Config::default();
+    if let Some(selector) = &config.selector {
+        watch = watch.labels(selector);
+    }
+    let child_requests = futures::stream::poll_fn(move |cx| requests.poll_recv(cx));
     info!(
         namespace = ns.unwrap_or("<all>"),
         selector = config.selector.as_deref().unwrap_or(""),
@@ -148,15 +257,16 @@ pub async fn run(
     );
     Controller::new(microservices, watch)
         .with_config(controller::Config::default().concurrency(config.concurrency))
-        .watches_stream(deployment_events, same_name)
-        .watches_stream(service_events, same_name)
-        .reconcile_all_on(resync)
-        .graceful_shutdown_on(shutdown)
+        .reconcile_on(child_requests)
+        .reconcile_all_on(tokio_stream_interval(config.resync_interval))
+        // Shared makes it Sync, as graceful_shutdown_on requires.
+        .graceful_shutdown_on(stop.boxed().shared())
         .run(reconcile::reconcile, error_policy, context)
         .for_each(|outcome| async move {
             if let Err(err) = outcome {
                 match err {
-                    // Expected while a CR is deleted between being queued and reconciled.
+                    // Expected while a CR is deleted between being queued and reconciled, and for children
+                    // without a Microservice of their name.
                     controller::Error::ObjectNotFound(_) => {}
                     other => warn!(error = %other, "controller error"),
                 }
@@ -164,6 +274,17 @@ pub async fn run(
         })
         .await;
     info!("Microservice controller stopped");
+}
+
+/// Aborts the cache tasks when the operator stops, however it stops.
+struct AbortOnDrop(Vec<JoinHandle<()>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
 }
 
 /// A tick every `period`, starting one period from now (the initial list already reconciles everything).

@@ -9,6 +9,7 @@ pub mod crd;
 pub mod desired;
 pub mod drift;
 pub mod error;
+pub mod health;
 pub mod image;
 pub mod metrics;
 pub mod ownership;

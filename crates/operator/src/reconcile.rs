@@ -35,9 +35,6 @@ pub fn key(ms: &Microservice) -> String {
 
 #[instrument(skip_all, fields(object = %key(&ms), generation = ms.metadata.generation.unwrap_or_default()))]
 pub async fn reconcile(ms: Arc<Microservice>, ctx: Arc<Context>) -> Result<Action> {
-    // Child caches must be complete before "absent" can mean absent; otherwise a restart would re-create.
-    let _ = ctx.deployments.wait_until_ready().await;
-    let _ = ctx.services.wait_until_ready().await;
     let started = std::time::Instant::now();
     let outcome = match converge(&ms, &ctx).await {
         Ok(()) => {

@@ -266,7 +266,7 @@ async fn a_foreign_deployment_is_left_alone_until_it_is_handed_over() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "open: after a restart, reconciles of 100 CRs run at ~10/s and miss the 60 s deadline; see issue 5 note"]
+
 async fn a_restart_over_converged_objects_sends_no_writes_and_a_hundred_become_ready() {
     let h = Harness::start(instant_pods()).await;
     let op = h.operator();
