@@ -24,11 +24,11 @@ impl ChildKind {
         }
     }
 
-    /// The resource name kubectl takes.
-    fn kubectl_resource(self) -> &'static str {
+    /// The plural resource name, as in API paths, RBAC rules and kubectl arguments.
+    pub fn resource(self) -> &'static str {
         match self {
-            ChildKind::Deployment => "deployment",
-            ChildKind::Service => "service",
+            ChildKind::Deployment => "deployments",
+            ChildKind::Service => "services",
         }
     }
 }
@@ -116,8 +116,7 @@ impl Conflict {
 pub fn conflict(ms: &Microservice, kind: ChildKind, ownership: &Ownership) -> Option<Conflict> {
     let name = ms.metadata.name.clone().unwrap_or_default();
     let namespace = ms.metadata.namespace.clone().unwrap_or_default();
-    let handover =
-        format!("kubectl annotate {} {name} -n {namespace} {HANDOVER_ANNOTATION}={name}", kind.kubectl_resource());
+    let handover = format!("kubectl annotate {} {name} -n {namespace} {HANDOVER_ANNOTATION}={name}", kind.resource());
     let (reason, message) = match ownership {
         Ownership::Absent | Ownership::Owned | Ownership::HandedOver => return None,
         Ownership::Unowned => (
@@ -272,7 +271,7 @@ mod tests {
     #[test]
     fn conflicts_say_exactly_how_to_hand_over() {
         let ms = ms();
-        let command = "kubectl annotate deployment todo-api -n todo platform.example.com/handover=todo-api";
+        let command = "kubectl annotate deployments todo-api -n todo platform.example.com/handover=todo-api";
         let unowned = conflict(&ms, ChildKind::Deployment, &Ownership::Unowned).unwrap();
         assert_eq!(unowned.reason, ConflictReason::NotHandedOver);
         assert!(unowned.message.contains(command), "{}", unowned.message);
@@ -283,7 +282,7 @@ mod tests {
         assert!(
             controlled
                 .message
-                .contains("kubectl annotate service todo-api -n todo platform.example.com/handover=todo-api"),
+                .contains("kubectl annotate services todo-api -n todo platform.example.com/handover=todo-api"),
             "{}",
             controlled.message
         );

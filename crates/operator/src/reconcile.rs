@@ -55,13 +55,6 @@ pub async fn reconcile(ms: Arc<Microservice>, ctx: Arc<Context>) -> Result<Actio
     outcome
 }
 
-fn resource_of(kind: ChildKind) -> &'static str {
-    match kind {
-        ChildKind::Deployment => "deployments",
-        ChildKind::Service => "services",
-    }
-}
-
 async fn converge(ms: &Microservice, ctx: &Context) -> Result<()> {
     let namespace = ms.namespace().ok_or(Error::MissingMetadata("namespace"))?;
     let name = ms.metadata.name.clone().ok_or(Error::MissingMetadata("name"))?;
@@ -227,7 +220,7 @@ where
         .patch(name, &params, &Patch::Apply(desired))
         .await
         .map_err(|e| Error::api(format!("apply {kind} {name}"), e))?;
-    ctx.metrics.wrote(resource_of(kind), "apply");
+    ctx.metrics.wrote(kind.resource(), "apply");
     Ok(applied)
 }
 
@@ -241,7 +234,7 @@ where
         .patch(name, &params, &Patch::Merge(&patch))
         .await
         .map_err(|e| Error::api(format!("remove the handover annotation of {kind} {name}"), e))?;
-    ctx.metrics.wrote(resource_of(kind), "patch");
+    ctx.metrics.wrote(kind.resource(), "patch");
     Ok(patched)
 }
 

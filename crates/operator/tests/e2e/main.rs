@@ -370,3 +370,38 @@ async fn specs_the_crd_schema_rejects_never_reach_the_operator() {
     let created = dynamic.create(&PostParams::default(), &unknown).await.unwrap();
     assert!(created.data["spec"].get("debug").is_none(), "{:?}", created.data);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_microservice_collects_its_children_unless_orphaned() {
+    let h = Harness::start(instant_pods()).await;
+    let _op = h.operator();
+    for name in ["collected", "orphaned"] {
+        h.create(name, IMAGE_V1).await;
+        h.wait_ready(name).await;
+    }
+
+    // Background deletion (the default): the garbage collector follows the controller ownerReference.
+    h.microservices().delete("collected", &DeleteParams::default()).await.unwrap();
+    h.eventually("the Deployment and Service of a deleted Microservice to be collected", || async {
+        let deployment = h.deployments().get_opt("collected").await.unwrap();
+        let service = h.services().get_opt("collected").await.unwrap();
+        (deployment.is_none() && service.is_none()).then_some(())
+    })
+    .await;
+
+    // `kubectl delete ms orphaned --cascade=orphan`: the children stay, no longer owned.
+    h.microservices().delete("orphaned", &DeleteParams::orphan()).await.unwrap();
+    h.eventually("the orphaned Microservice to be gone", || async {
+        h.microservices().get_opt("orphaned").await.unwrap().is_none().then_some(())
+    })
+    .await;
+    let deployment = h
+        .eventually("the orphaned Deployment to lose its ownerReference", || async {
+            let d = h.deployments().get_opt("orphaned").await.unwrap()?;
+            d.owner_references().is_empty().then_some(d)
+        })
+        .await;
+    assert_eq!(deployment.name_any(), "orphaned");
+    let service = h.services().get_opt("orphaned").await.unwrap().expect("the orphaned Service is kept");
+    assert!(service.owner_references().is_empty(), "orphaned Service keeps no ownerReference");
+}
