@@ -293,3 +293,13 @@ async fn every_object_of_the_bundle_is_accepted_by_the_api_server() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+#[test]
+fn the_comparison_sees_real_differences_and_only_those() {
+    use serde_json::json;
+    assert_eq!(first_difference(&json!({"max": 65535.0, "l": [1]}), &json!({"max": 65535, "l": [1.0]}), ""), None);
+    assert_eq!(first_difference(&json!({"a": {"b": 1}}), &json!({"a": {"b": 2}}), "").as_deref(), Some(".a.b: 1 vs 2"));
+    assert!(first_difference(&json!({"a": 1}), &json!({"a": 1, "b": 2}), "").is_some());
+    assert!(first_difference(&json!([1, 2]), &json!([1]), "").is_some());
+    assert!(first_difference(&json!("x"), &json!("y"), "").is_some());
+}
