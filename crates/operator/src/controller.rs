@@ -27,6 +27,7 @@ use crate::health::Health;
 use crate::metrics::Metrics;
 use crate::profile::PlatformProfile;
 use crate::reconcile;
+use crate::written::WrittenStatuses;
 
 /// The controller name in Events and metrics.
 pub const CONTROLLER_NAME: &str = "microservice-operator";
@@ -71,6 +72,7 @@ pub struct Context {
     pub recorder: Recorder,
     pub backoff: Backoff,
     pub metrics: Arc<Metrics>,
+    pub written: WrittenStatuses,
 }
 
 fn api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
@@ -226,6 +228,7 @@ pub async fn run_elected(
         services,
         backoff: Backoff::new(config.backoff),
         metrics,
+        written: WrittenStatuses::default(),
     });
     run_controller(client, &config, context, requests, stop).await;
     if let Ok(mut slot) = triggers.lock() {
@@ -255,10 +258,18 @@ async fn run_controller(
         concurrency = config.concurrency,
         "starting the Microservice controller"
     );
-    Controller::new(microservices, watch)
+    let controller = Controller::new(microservices, watch);
+    let known = controller.store();
+    let memo = context.clone();
+    let resync = tokio_stream_interval(config.resync_interval).map(move |()| {
+        memo.written.retain(|key| {
+            key.split_once('/').is_some_and(|(ns, name)| known.get(&ObjectRef::new(name).within(ns)).is_some())
+        });
+    });
+    controller
         .with_config(controller::Config::default().concurrency(config.concurrency))
         .reconcile_on(child_requests)
-        .reconcile_all_on(tokio_stream_interval(config.resync_interval))
+        .reconcile_all_on(resync)
         // Shared makes it Sync, as graceful_shutdown_on requires.
         .graceful_shutdown_on(stop.boxed().shared())
         .run(reconcile::reconcile, error_policy, context)

@@ -16,3 +16,4 @@ pub mod ownership;
 pub mod profile;
 pub mod reconcile;
 pub mod status;
+pub mod written;

@@ -245,7 +245,9 @@ async fn write_status(
     previous: &MicroserviceStatus,
     new: &MicroserviceStatus,
 ) -> Result<bool> {
-    if previous == new {
+    let key = key(ms);
+    let read_version = ms.metadata.resource_version.as_deref().unwrap_or_default();
+    if previous == new || ctx.written.already_written(&key, read_version, new) {
         return Ok(false);
     }
     let api: Api<Microservice> = Api::namespaced(ctx.client.clone(), &ms.namespace().unwrap_or_default());
@@ -253,7 +255,8 @@ async fn write_status(
     let params = PatchParams { field_manager: Some(MANAGER.to_string()), ..PatchParams::default() };
     api.patch_status(&ms.name_any(), &params, &Patch::Merge(&body))
         .await
-        .map_err(|e| Error::api(format!("update the status of Microservice {}", key(ms)), e))?;
+        .map_err(|e| Error::api(format!("update the status of Microservice {key}"), e))?;
+    ctx.written.record(&key, read_version, new);
     ctx.metrics.wrote("microservices/status", "patch");
     Ok(true)
 }
