@@ -21,6 +21,25 @@ enum Command {
     Profile,
     /// Print the install bundle (what `kubectl kustomize deploy` renders): pipe it to `kubectl apply -f -`.
     Manifests(ManifestsArgs),
+    /// Show each Microservice: phase, generations, replicas, the rolled-out image, and for anything not Ready why
+    /// and what to do next.
+    Status(microservice_operator::cli::status::StatusArgs),
+    /// Wait until a Microservice is Ready for its current generation: exit 0 Ready, 1 Degraded or refused, 2 on
+    /// timeout, 3 when the cluster cannot be queried.
+    Wait(microservice_operator::cli::wait::WaitArgs),
+    /// Start an in-process cluster (kubesim) and the operator, and walk through what the operator does.
+    Demo(microservice_operator::cli::demo::DemoArgs),
+}
+
+/// Runs an async subcommand on a multi-threaded tokio runtime.
+fn block_on(command: impl std::future::Future<Output = ExitCode>) -> ExitCode {
+    match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime.block_on(command),
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -39,6 +58,9 @@ fn main() -> ExitCode {
         Command::Profile => {
             serde_saphyr::to_string(&PlatformProfile::default()).map_err(|e| format!("cannot render the profile: {e}"))
         }
+        Command::Status(args) => return block_on(microservice_operator::cli::status::run(args)),
+        Command::Wait(args) => return block_on(microservice_operator::cli::wait::run(args)),
+        Command::Demo(args) => return block_on(microservice_operator::cli::demo::run(args)),
     };
     match output {
         Ok(text) => {

@@ -1,0 +1,228 @@
+//! The query tools (`status`, `wait`) and the demo, run as a user would: against kubesim over HTTP, connecting
+//! through a kubeconfig file, with the real operator reconciling.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, PostParams};
+use kube::runtime::{conditions, wait::await_condition};
+use kubesim::Sim;
+use kubesim::controllers::{ControllerConfig, ImageRule, PodBehaviour};
+use microservice_operator::cli::demo::{self, DemoArgs};
+use microservice_operator::cli::status::{self, ClusterArgs, OutputFormat, StatusArgs};
+use microservice_operator::cli::wait::{self, Outcome, Progress, WaitArgs};
+use microservice_operator::controller::{self, Config};
+use microservice_operator::crd::Microservice;
+use microservice_operator::metrics::Metrics;
+use serde_json::json;
+use tokio::sync::oneshot;
+
+const NS: &str = "todo";
+/// Bound on anything a test waits for (the machine may be busy).
+const DEADLINE: Duration = Duration::from_secs(60);
+const NEVER_READY: &str = "ghcr.io/example/todo-api:9.9.9-never-ready";
+
+struct Cluster {
+    sim: Sim,
+    kubeconfig: PathBuf,
+    _dir: TempDir,
+    _stop: oneshot::Sender<()>,
+}
+
+/// A directory removed when the test ends.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let path = std::env::temp_dir().join(format!("query-cli-{tag}-{}-{}", std::process::id(), rand_suffix()));
+        std::fs::create_dir_all(&path).unwrap();
+        TempDir(path)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn rand_suffix() -> u64 {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+}
+
+impl Cluster {
+    /// kubesim with the CRD, namespace todo and a running operator; pods of NEVER_READY never become ready.
+    async fn start(tag: &str) -> Cluster {
+        let pods = ControllerConfig {
+            image_rules: vec![ImageRule { image_contains: "never-ready".into(), behaviour: PodBehaviour::NeverReady }],
+            ..ControllerConfig::default()
+        };
+        let sim = Sim::builder().controllers(pods).start().await.unwrap();
+        let client = sim.client();
+        let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+        crds.create(&PostParams::default(), &microservice_operator::crd::crd()).await.unwrap();
+        let established = await_condition(crds, "microservices.platform.example.com", conditions::is_crd_established());
+        tokio::time::timeout(DEADLINE, established).await.unwrap().unwrap();
+        let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap();
+        Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await.unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let config = Config { namespace: Some(NS.into()), ..Config::default() };
+        tokio::spawn(controller::run(client, config, Arc::new(Metrics::new()), async move {
+            let _ = stopped.await;
+        }));
+        let dir = TempDir::new(tag);
+        let kubeconfig = dir.0.join("kubeconfig");
+        sim.write_kubeconfig(&kubeconfig).unwrap();
+        Cluster { sim, kubeconfig, _dir: dir, _stop: stop }
+    }
+
+    fn cluster_args(&self) -> ClusterArgs {
+        ClusterArgs { kubeconfig: Some(self.kubeconfig.clone()), context: None }
+    }
+
+    fn wait_args(&self, name: &str, timeout: Duration) -> WaitArgs {
+        WaitArgs {
+            name: name.into(),
+            namespace: Some(NS.into()),
+            condition: wait::Condition::Ready,
+            timeout,
+            cluster: self.cluster_args(),
+        }
+    }
+
+    fn status_args(&self, name: Option<&str>, output: OutputFormat) -> StatusArgs {
+        StatusArgs {
+            name: name.map(Into::into),
+            namespace: Some(NS.into()),
+            all_namespaces: false,
+            output,
+            cluster: self.cluster_args(),
+        }
+    }
+
+    async fn create(&self, name: &str, image: &str) {
+        let ms: Microservice = serde_json::from_value(json!({
+            "apiVersion": "platform.example.com/v1alpha1", "kind": "Microservice",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"image": image, "port": 8080, "replicas": 2}
+        }))
+        .unwrap();
+        Api::<Microservice>::namespaced(self.sim.client(), NS).create(&PostParams::default(), &ms).await.unwrap();
+    }
+
+    async fn wait(&self, name: &str, timeout: Duration) -> Outcome {
+        let client = self.cluster_args().client().await.unwrap();
+        let mut progress = Progress::stderr();
+        wait::wait_ready(&client, NS, name, timeout, &mut progress).await.unwrap()
+    }
+}
+
+#[tokio::test]
+async fn wait_exits_0_once_ready_and_status_reports_the_rollout() {
+    let cluster = Cluster::start("ready").await;
+    cluster.create("todo-api", "ghcr.io/example/todo-api:1.4.2").await;
+    assert_eq!(wait::run(cluster.wait_args("todo-api", DEADLINE)).await, ExitCode::from(0));
+
+    let json = status::render(&cluster.status_args(None, OutputFormat::Json)).await.unwrap();
+    let parsed: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let item = &parsed["items"][0];
+    assert_eq!(item["name"], "todo-api");
+    assert_eq!(item["phase"], "Ready");
+    assert_eq!(item["ready"], true);
+    assert_eq!((item["generation"].as_i64(), item["observedGeneration"].as_i64()), (Some(1), Some(1)));
+    assert_eq!((item["readyReplicas"].as_i64(), item["desiredReplicas"].as_i64()), (Some(2), Some(2)));
+    assert_eq!(item["image"], "ghcr.io/example/todo-api:1.4.2");
+    assert!(item.get("nextStep").is_none(), "{json}");
+
+    let table = status::render(&cluster.status_args(Some("todo-api"), OutputFormat::Table)).await.unwrap();
+    let row = table.lines().nth(1).unwrap();
+    assert!(row.starts_with("todo-api") && row.contains("Ready") && row.contains("2/2"), "{table}");
+    assert!(!table.contains("next:"), "{table}");
+}
+
+#[tokio::test]
+async fn wait_exits_1_for_a_refused_image_and_says_why() {
+    let cluster = Cluster::start("invalid").await;
+    cluster.create("todo-api", "docker.io/someone/todo-api:1.0.0").await;
+    match cluster.wait("todo-api", DEADLINE).await {
+        Outcome::Failed { reason, message, next_step } => {
+            assert_eq!(reason, "ImageNotAllowed");
+            assert!(message.contains("docker.io/someone/todo-api"), "{message}");
+            assert!(next_step.unwrap_or_default().contains("repository"));
+        }
+        other => panic!("expected a failure, got {other:?}"),
+    }
+    assert_eq!(wait::run(cluster.wait_args("todo-api", DEADLINE)).await, ExitCode::from(1));
+
+    let table = status::render(&cluster.status_args(None, OutputFormat::Table)).await.unwrap();
+    assert!(table.contains("Invalid"), "{table}");
+    assert!(table.contains("why:  ImageNotAllowed"), "{table}");
+    assert!(table.contains("next: use an image from a repository the platform allows"), "{table}");
+}
+
+#[tokio::test]
+async fn wait_exits_2_when_pods_never_become_ready() {
+    let cluster = Cluster::start("timeout").await;
+    cluster.create("todo-api", NEVER_READY).await;
+    let outcome = cluster.wait("todo-api", Duration::from_secs(2)).await;
+    let Outcome::TimedOut { last } = &outcome else { panic!("expected a timeout, got {outcome:?}") };
+    assert!(last.contains("RolloutInProgress") || last.contains("waiting"), "{last}");
+    assert_eq!(wait::run(cluster.wait_args("todo-api", Duration::from_secs(1))).await, ExitCode::from(2));
+}
+
+#[tokio::test]
+async fn a_conflict_names_the_handover_command() {
+    let cluster = Cluster::start("conflict").await;
+    let labels = json!({"app.kubernetes.io/name": "billing", "app.kubernetes.io/instance": "billing"});
+    let handmade: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "billing", "namespace": NS},
+        "spec": {"selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels},
+            "spec": {"containers": [{"name": "app", "image": "ghcr.io/example/todo-api:1.0.0"}]}}}
+    }))
+    .unwrap();
+    Api::<Deployment>::namespaced(cluster.sim.client(), NS).create(&PostParams::default(), &handmade).await.unwrap();
+    cluster.create("billing", "ghcr.io/example/todo-api:1.0.0").await;
+    let outcome = cluster.wait("billing", DEADLINE).await;
+    assert!(matches!(&outcome, Outcome::Failed { reason, .. } if reason == "ResourceConflict"), "{outcome:?}");
+
+    let json = status::render(&cluster.status_args(Some("billing"), OutputFormat::Json)).await.unwrap();
+    let item: serde_json::Value = serde_json::from_str::<serde_json::Value>(&json).unwrap()["items"][0].clone();
+    assert_eq!(item["phase"], "Degraded");
+    assert_eq!(item["reason"], "ResourceConflict");
+    let next = item["nextStep"].as_str().unwrap();
+    assert!(
+        next.contains("kubectl -n todo annotate deployment billing platform.example.com/handover=billing"),
+        "{next}"
+    );
+}
+
+#[tokio::test]
+async fn status_names_a_missing_microservice() {
+    let cluster = Cluster::start("missing").await;
+    let err = status::render(&cluster.status_args(Some("nope"), OutputFormat::Table)).await.unwrap_err();
+    assert!(err.to_string().contains("todo/nope not found"), "{err}");
+    let empty = status::render(&cluster.status_args(None, OutputFormat::Table)).await.unwrap();
+    assert_eq!(empty, "No Microservices found.\n");
+}
+
+#[tokio::test]
+async fn demo_walks_through_every_step_and_exits_0() {
+    let dir = TempDir::new("demo");
+    let args =
+        DemoArgs { pod_ready_delay: Duration::ZERO, step_timeout: DEADLINE, dir: dir.0.clone(), ..DemoArgs::default() };
+    let report = demo::execute(args.clone()).await.unwrap();
+    assert_eq!(report.steps.len(), 5, "{report:?}");
+    assert!(report.service_restored_in.is_some());
+    assert_eq!(report.refusal_reason.as_deref(), Some("ImageNotAllowed"));
+    let kubeconfig = std::fs::read_to_string(dir.0.join("kubeconfig")).unwrap();
+    assert!(kubeconfig.contains("server: http://127.0.0.1:"), "{kubeconfig}");
+
+    // The command as the binary runs it.
+    assert_eq!(demo::run(args).await, ExitCode::SUCCESS);
+}
