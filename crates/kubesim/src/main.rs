@@ -64,7 +64,7 @@ async fn main() -> anyhow::Result<()> {
             if let Some(path) = &kubeconfig {
                 sim.write_kubeconfig(path)?;
             }
-            println!("kubesim listening on {}", sim.url());
+            println!("kubesim listening on {}", sim.https_url());
             if let Some(path) = &kubeconfig {
                 println!("kubeconfig written to {}", path.display());
             }

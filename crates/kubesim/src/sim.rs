@@ -8,6 +8,9 @@ use std::time::{Duration, Instant};
 use crate::cluster::Cluster;
 use crate::controllers::{self, ControllerConfig, Controllers};
 use crate::faults::{FaultConfig, FaultInjector};
+use base64::Engine as _;
+
+use crate::http::tls::Tls;
 use crate::http::{self, AppState, RequestCounts};
 use crate::store::HistoryLimits;
 
@@ -17,6 +20,8 @@ pub enum SimError {
     Bind { port: u16, source: std::io::Error },
     #[error("cannot build a kube client for the emulator: {0}")]
     Client(String),
+    #[error(transparent)]
+    Tls(#[from] crate::http::tls::TlsError),
     #[error("cannot write the kubeconfig to {path}: {source}")]
     Kubeconfig { path: String, source: std::io::Error },
 }
@@ -100,12 +105,14 @@ impl SimBuilder {
         state.address = addr.to_string().into();
         state.ready_at = Instant::now() + self.ready_delay;
         let counters = state.counters.clone();
+        let tls = Tls::generate()?;
+        let ca_pem = tls.ca_pem.clone();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let server = tokio::spawn(async move {
             let shutdown = async move {
                 let _ = stop_rx.await;
             };
-            if let Err(e) = http::serve(listener, state, shutdown).await {
+            if let Err(e) = http::serve_tls(listener, state, tls, shutdown).await {
                 tracing::error!(error = %e, "kubesim server stopped");
             }
         });
@@ -114,7 +121,7 @@ impl SimBuilder {
         } else {
             None
         };
-        let kubeconfig = kubeconfig_yaml(&format!("http://{addr}"), &self.token);
+        let kubeconfig = kubeconfig_yaml_tls(&format!("https://{addr}"), &ca_pem, &self.token);
         let client = client_for(&kubeconfig).await?;
         Ok(Sim {
             addr,
@@ -124,6 +131,7 @@ impl SimBuilder {
             counters,
             client,
             kubeconfig,
+            ca_pem,
             stop: Some(stop_tx),
             server,
             _controllers: controllers,
@@ -139,10 +147,12 @@ async fn client_for(kubeconfig: &str) -> Result<kube::Client, SimError> {
     kube::Client::try_from(config).map_err(|e| SimError::Client(e.to_string()))
 }
 
-/// A kubeconfig with one cluster, user and context named `kubesim`.
-pub fn kubeconfig_yaml(server: &str, token: &str) -> String {
+/// A kubeconfig with one cluster, user and context named `kubesim`, for an https server whose certificate
+/// chains to the CA in `ca_pem`.
+fn kubeconfig_yaml_tls(server: &str, ca_pem: &str, token: &str) -> String {
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
     format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: kubesim\n  cluster:\n    server: {server}\nusers:\n- name: kubesim\n  user:\n    token: {token}\ncontexts:\n- name: kubesim\n  context:\n    cluster: kubesim\n    user: kubesim\n    namespace: default\ncurrent-context: kubesim\npreferences: {{}}\n"
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: kubesim\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\nusers:\n- name: kubesim\n  user:\n    token: {token}\ncontexts:\n- name: kubesim\n  context:\n    cluster: kubesim\n    user: kubesim\n    namespace: default\ncurrent-context: kubesim\npreferences: {{}}\n"
     )
 }
 
@@ -155,6 +165,7 @@ pub struct Sim {
     counters: http::Counters,
     client: kube::Client,
     kubeconfig: String,
+    ca_pem: String,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     server: tokio::task::JoinHandle<()>,
     _controllers: Option<Controllers>,
@@ -165,9 +176,19 @@ impl Sim {
         SimBuilder::default()
     }
 
-    /// `http://127.0.0.1:PORT`
+    /// `http://127.0.0.1:PORT`: the same port also answers plain HTTP, for raw clients that bring no CA.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// `https://127.0.0.1:PORT`, the server of the kubeconfig (its certificate chains to [`Sim::ca_pem`]).
+    pub fn https_url(&self) -> String {
+        format!("https://{}", self.addr)
+    }
+
+    /// The PEM of the CA that signed the serving certificate (generated at start).
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -188,7 +209,7 @@ impl Sim {
             .map_err(|source| SimError::Kubeconfig { path: path.display().to_string(), source })
     }
 
-    /// A kube client authenticated with the emulator's token.
+    /// A kube client over https, authenticated with the emulator's token.
     pub fn client(&self) -> kube::Client {
         self.client.clone()
     }

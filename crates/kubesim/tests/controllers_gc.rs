@@ -1,8 +1,6 @@
 //! Garbage collection and namespace deletion end to end: the three propagation policies through a kube client
 //! and through kubectl, owners of any kind (by uid), and a terminating namespace emptied then removed.
 
-use std::time::Duration;
-
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use kube::api::{DeleteParams, ListParams, PostParams, PropagationPolicy};
@@ -10,23 +8,8 @@ use kube::{Api, Client};
 use kubesim::Sim;
 use serde_json::json;
 
-const DEADLINE: Duration = Duration::from_secs(20);
-
-async fn until<T, F, Fut>(what: &str, mut get: F, done: impl Fn(&T) -> bool) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = T>,
-{
-    let start = tokio::time::Instant::now();
-    loop {
-        let v = get().await;
-        if done(&v) {
-            return v;
-        }
-        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
+mod support;
+use support::until;
 
 fn deployment(name: &str, replicas: i32) -> Deployment {
     serde_json::from_value(json!({

@@ -1,8 +1,5 @@
 //! kubectl against the simulated controllers: `rollout status`, `scale`, `rollout undo` and
 //! `delete --cascade=orphan|foreground`.
-//!
-//! kubectl (client-go) sends no bearer token over plain HTTP, so these tests serve the cluster without
-//! authentication on 127.0.0.1 instead of going through `Sim` (which requires a token).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -11,45 +8,27 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{ListParams, PostParams};
 use kube::{Api, Client};
-use kubesim::cluster::Cluster;
-use kubesim::controllers::{self, ControllerConfig, Controllers};
-use kubesim::faults::FaultInjector;
-use kubesim::http::{self, AppState};
+use kubesim::Sim;
+use kubesim::controllers::{self, ControllerConfig};
 use serde_json::json;
 
-const DEADLINE: Duration = Duration::from_secs(30);
+mod support;
+use support::until;
 
 struct Server {
     client: Client,
     kubeconfig: PathBuf,
-    _controllers: Controllers,
-    _stop: tokio::sync::oneshot::Sender<()>,
+    _sim: Sim,
 }
 
+/// An emulator with these controller settings and its kubeconfig (https, CA and token) in a temp dir.
 async fn serve(config: ControllerConfig, tag: &str) -> Server {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let cluster = Cluster::new();
-    let mut state = AppState::new(cluster.clone(), FaultInjector::default(), None);
-    state.address = addr.to_string().into();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(async move {
-        let _ = http::serve(listener, state, async move {
-            let _ = stopped.await;
-        })
-        .await;
-    });
-    let controllers = controllers::spawn(cluster, config);
-    let url = format!("http://{addr}");
+    let sim = Sim::builder().controllers(config).start().await.unwrap();
     let dir = std::env::temp_dir().join(format!("kubesim-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let kubeconfig = dir.join("kubeconfig");
-    let yaml = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: k\n  cluster:\n    server: {url}\nusers:\n- name: k\n  user: {{}}\ncontexts:\n- name: k\n  context:\n    cluster: k\n    user: k\n    namespace: default\ncurrent-context: k\n"
-    );
-    std::fs::write(&kubeconfig, yaml).unwrap();
-    let client = Client::try_from(kube::Config::new(url.parse().unwrap())).unwrap();
-    Server { client, kubeconfig, _controllers: controllers, _stop: stop }
+    sim.write_kubeconfig(&kubeconfig).unwrap();
+    Server { client: sim.client(), kubeconfig, _sim: sim }
 }
 
 fn have_kubectl() -> bool {
@@ -84,22 +63,6 @@ fn deployment(name: &str, replicas: i32, image: &str) -> Deployment {
         }
     }))
     .unwrap()
-}
-
-async fn until<T, F, Fut>(what: &str, mut get: F, done: impl Fn(&T) -> bool) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = T>,
-{
-    let start = tokio::time::Instant::now();
-    loop {
-        let v = get().await;
-        if done(&v) {
-            return v;
-        }
-        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
 }
 
 async fn counts(client: &Client, app: &str) -> (usize, usize, usize) {

@@ -7,10 +7,7 @@ use std::process::Stdio;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use kubesim::cluster::Cluster;
-use kubesim::controllers::{self, ControllerConfig, Controllers};
-use kubesim::faults::{FaultConfig, FaultInjector};
-use kubesim::http::{self, AppState};
+use kubesim::Sim;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{ChildStdout, Command};
 
@@ -40,7 +37,7 @@ impl Drop for Kubectl {
 
 impl Kubectl {
     /// None (and a message) when kubectl is not installed.
-    fn new(sim: &Emulator) -> Option<Kubectl> {
+    fn new(sim: &Sim) -> Option<Kubectl> {
         if !Path::new(KUBECTL).exists() {
             eprintln!("SKIPPED: {KUBECTL} is not installed; the kubectl end-to-end tests need it");
             return None;
@@ -142,44 +139,10 @@ async fn next_line(lines: &mut Lines<BufReader<ChildStdout>>, deadline: Instant)
         .expect("kubectl get -w ended")
 }
 
-/// The emulator as `Sim` runs it, but without a bearer token: client-go (hence kubectl) never sends
-/// credentials to a plain-http server, and `Sim` requires its token on every request.
-struct Emulator {
-    url: String,
-    _cluster: Cluster,
-    _controllers: Controllers,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-}
-
-impl Emulator {
-    fn kubeconfig_yaml(&self) -> String {
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: kubesim\n  cluster:\n    server: {}\nusers:\n- name: kubesim\n  user: {{}}\ncontexts:\n- name: kubesim\n  context:\n    cluster: kubesim\n    user: kubesim\n    namespace: default\ncurrent-context: kubesim\n",
-            self.url
-        )
-    }
-}
-
-impl Drop for Emulator {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
-}
-
-async fn start() -> Emulator {
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let cluster = Cluster::new();
-    let mut state = AppState::new(cluster.clone(), FaultInjector::new(FaultConfig::default()), None);
-    state.address = addr.to_string().into();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(http::serve(listener, state, async move {
-        let _ = stopped.await;
-    }));
-    let controllers = controllers::spawn(cluster.clone(), ControllerConfig::default());
-    Emulator { url: format!("http://{addr}"), _cluster: cluster, _controllers: controllers, stop: Some(stop) }
+/// The emulator as every user gets it: HTTPS with its own CA, and a kubeconfig that carries the CA and the
+/// bearer token (client-go sends tokens only over TLS).
+async fn start() -> Sim {
+    Sim::builder().start().await.unwrap()
 }
 
 /// Cells of the first table row whose first cell is `name`.

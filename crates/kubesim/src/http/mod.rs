@@ -6,6 +6,7 @@ pub mod negotiate;
 mod output;
 mod resource;
 pub mod route;
+pub mod tls;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -61,6 +62,59 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
+}
+
+/// Serves HTTPS with `tls` (and plain HTTP on the same port, see [`tls`]) until `shutdown` resolves; open
+/// connections, watches included, end with it.
+pub async fn serve_tls(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    tls: tls::Tls,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = router(state);
+    let mut connections = tokio::task::JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => return Ok(()),
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, _)) => {
+                    let _ = tcp.set_nodelay(true);
+                    connections.spawn(serve_connection(tcp, tls.acceptor.clone(), app.clone()));
+                }
+                // Out of file descriptors and the like: back off instead of spinning.
+                Err(e) => {
+                    tracing::warn!(error = %e, "kubesim cannot accept a connection");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+}
+
+async fn serve_connection(tcp: tokio::net::TcpStream, acceptor: tokio_rustls::TlsAcceptor, app: Router) {
+    let mut first = [0u8; 1];
+    if !matches!(tcp.peek(&mut first).await, Ok(n) if n > 0) {
+        return;
+    }
+    let service = hyper_util::service::TowerToHyperService::new(app);
+    let http = hyper::server::conn::http1::Builder::new();
+    let served = if first[0] == tls::HANDSHAKE_RECORD {
+        match acceptor.accept(tcp).await {
+            Ok(stream) => http.serve_connection(hyper_util::rt::TokioIo::new(stream), service).with_upgrades().await,
+            Err(e) => {
+                tracing::debug!(error = %e, "TLS handshake failed");
+                return;
+            }
+        }
+    } else {
+        http.serve_connection(hyper_util::rt::TokioIo::new(tcp), service).with_upgrades().await
+    };
+    if let Err(e) = served {
+        tracing::debug!(error = %e, "connection ended with an error");
+    }
 }
 
 pub(crate) fn json_response(code: u16, body: &Value) -> Response {
