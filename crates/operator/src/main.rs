@@ -1,7 +1,9 @@
+use std::future::Future;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use microservice_operator::cli::manifests::{self, ManifestsArgs};
+use microservice_operator::cli::run::{self, RunArgs};
 use microservice_operator::crd::crd_yaml;
 use microservice_operator::profile::PlatformProfile;
 
@@ -15,6 +17,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the operator against a cluster (in-cluster or through a kubeconfig).
+    Run(Box<RunArgs>),
     /// Print the Microservice CustomResourceDefinition as YAML (what `deploy/crd.yaml` holds).
     Crd,
     /// Print the default platform profile as YAML, a starting point for a profile file.
@@ -31,9 +35,25 @@ enum Command {
     Demo(microservice_operator::cli::demo::DemoArgs),
 }
 
-/// Runs an async subcommand on a multi-threaded tokio runtime.
-fn block_on(command: impl std::future::Future<Output = ExitCode>) -> ExitCode {
-    match tokio::runtime::Runtime::new() {
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run(args) => block_on(run::run(*args)),
+        Command::Manifests(args) => block_on(manifests::run(args)),
+        Command::Status(args) => block_on(microservice_operator::cli::status::run(args)),
+        Command::Wait(args) => block_on(microservice_operator::cli::wait::run(args)),
+        Command::Demo(args) => block_on(microservice_operator::cli::demo::run(args)),
+        Command::Crd => print(crd_yaml().map_err(|e| format!("cannot render the CRD: {e}"))),
+        Command::Profile => print(
+            serde_saphyr::to_string(&PlatformProfile::default()).map_err(|e| format!("cannot render the profile: {e}")),
+        ),
+    }
+}
+
+/// Subcommands are async library functions (so tests can call them); the binary gives them a multi-threaded
+/// runtime.
+fn block_on(command: impl Future<Output = ExitCode>) -> ExitCode {
+    match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime.block_on(command),
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -42,26 +62,7 @@ fn block_on(command: impl std::future::Future<Output = ExitCode>) -> ExitCode {
     }
 }
 
-fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let output = match cli.command {
-        Command::Crd => crd_yaml().map_err(|e| format!("cannot render the CRD: {e}")),
-        Command::Manifests(args) => {
-            return match tokio::runtime::Builder::new_current_thread().build() {
-                Ok(runtime) => runtime.block_on(manifests::run(args)),
-                Err(e) => {
-                    eprintln!("error: cannot start the async runtime: {e}");
-                    ExitCode::FAILURE
-                }
-            };
-        }
-        Command::Profile => {
-            serde_saphyr::to_string(&PlatformProfile::default()).map_err(|e| format!("cannot render the profile: {e}"))
-        }
-        Command::Status(args) => return block_on(microservice_operator::cli::status::run(args)),
-        Command::Wait(args) => return block_on(microservice_operator::cli::wait::run(args)),
-        Command::Demo(args) => return block_on(microservice_operator::cli::demo::run(args)),
-    };
+fn print(output: Result<String, String>) -> ExitCode {
     match output {
         Ok(text) => {
             print!("{text}");

@@ -1,6 +1,8 @@
 //! The operator's Prometheus metrics. Names follow controller-runtime where the meaning is the same, so existing
 //! dashboards fit; labels stay bounded (never an object name or an error message).
 
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
@@ -12,6 +14,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use crate::controller::CONTROLLER_NAME;
+use crate::crd::Phase;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ResultLabels {
@@ -48,7 +51,28 @@ pub struct WriteLabels {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct LeaderLabels {
-    pub name: &'static str,
+    /// The Lease name (`--leader-election-id`).
+    pub name: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PhaseLabels {
+    /// Pending | Progressing | Ready | Degraded | Invalid | Unknown (no status yet)
+    pub phase: &'static str,
+}
+
+/// Every phase label, so each series exists (at 0) from the start and dashboards need no `or vector(0)`.
+const PHASES: [&str; 6] = ["Pending", "Progressing", "Ready", "Degraded", "Invalid", "Unknown"];
+
+pub fn phase_label(phase: Option<Phase>) -> &'static str {
+    match phase {
+        Some(Phase::Pending) => "Pending",
+        Some(Phase::Progressing) => "Progressing",
+        Some(Phase::Ready) => "Ready",
+        Some(Phase::Degraded) => "Degraded",
+        Some(Phase::Invalid) => "Invalid",
+        None => "Unknown",
+    }
 }
 
 pub struct Metrics {
@@ -62,7 +86,23 @@ pub struct Metrics {
     pub adoptions_total: Family<ChildLabels, Counter>,
     pub writes_total: Family<WriteLabels, Counter>,
     pub leader: Family<LeaderLabels, Gauge>,
+    pub max_concurrent_reconciles: Family<ControllerLabels, Gauge>,
+    pub active_workers: Family<ControllerLabels, Gauge>,
+    pub objects_by_phase: Family<PhaseLabels, Gauge>,
+    /// The last phase seen per object (`namespace/name`), from which `objects_by_phase` is counted.
+    phases: Mutex<HashMap<String, &'static str>>,
     reconciles: AtomicI64,
+}
+
+/// Counts a reconcile as running until dropped (also when the reconcile future is cancelled).
+pub struct ActiveWorker<'a> {
+    gauge: &'a Family<ControllerLabels, Gauge>,
+}
+
+impl Drop for ActiveWorker<'_> {
+    fn drop(&mut self) {
+        self.gauge.get_or_create(&ControllerLabels { controller: CONTROLLER_NAME }).dec();
+    }
 }
 
 impl Default for Metrics {
@@ -85,6 +125,14 @@ impl Metrics {
         let adoptions_total = Family::<ChildLabels, Counter>::default();
         let writes_total = Family::<WriteLabels, Counter>::default();
         let leader = Family::<LeaderLabels, Gauge>::default();
+        let max_concurrent_reconciles = Family::<ControllerLabels, Gauge>::default();
+        let active_workers = Family::<ControllerLabels, Gauge>::default();
+        let objects_by_phase = Family::<PhaseLabels, Gauge>::default();
+        let controller = ControllerLabels { controller: CONTROLLER_NAME };
+        active_workers.get_or_create(&controller).set(0);
+        for phase in PHASES {
+            objects_by_phase.get_or_create(&PhaseLabels { phase }).set(0);
+        }
         // prometheus-client appends `_total` to counters itself.
         registry.register(
             "controller_runtime_reconcile",
@@ -122,7 +170,26 @@ impl Metrics {
             "Writes the operator sent, by resource and verb",
             writes_total.clone(),
         );
-        registry.register("leader_election_master_status", "1 while this replica leads", leader.clone());
+        registry.register(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master",
+            leader.clone(),
+        );
+        registry.register(
+            "controller_runtime_max_concurrent_reconciles",
+            "Maximum number of concurrent reconciles per controller",
+            max_concurrent_reconciles.clone(),
+        );
+        registry.register(
+            "controller_runtime_active_workers",
+            "Number of currently used workers per controller",
+            active_workers.clone(),
+        );
+        registry.register(
+            "microservice_objects",
+            "Microservices this replica watches, by status.phase (Unknown: no status yet)",
+            objects_by_phase.clone(),
+        );
         Metrics {
             registry,
             reconcile_total,
@@ -134,6 +201,10 @@ impl Metrics {
             adoptions_total,
             writes_total,
             leader,
+            max_concurrent_reconciles,
+            active_workers,
+            objects_by_phase,
+            phases: Mutex::new(HashMap::new()),
             reconciles: AtomicI64::new(0),
         }
     }
@@ -157,6 +228,58 @@ impl Metrics {
 
     pub fn wrote(&self, resource: &'static str, verb: &'static str) {
         self.writes_total.get_or_create(&WriteLabels { resource, verb }).inc();
+    }
+
+    /// Call at the start of a reconcile; the returned guard counts it in `controller_runtime_active_workers`.
+    pub fn worker_started(&self) -> ActiveWorker<'_> {
+        self.active_workers.get_or_create(&ControllerLabels { controller: CONTROLLER_NAME }).inc();
+        ActiveWorker { gauge: &self.active_workers }
+    }
+
+    pub fn set_max_concurrent_reconciles(&self, concurrency: u16) {
+        self.max_concurrent_reconciles
+            .get_or_create(&ControllerLabels { controller: CONTROLLER_NAME })
+            .set(i64::from(concurrency));
+    }
+
+    /// `leader_election_master_status{name}`: 1 while this replica holds the Lease `name`, else 0.
+    pub fn set_leader(&self, name: &str, leader: bool) {
+        self.leader.get_or_create(&LeaderLabels { name: name.to_string() }).set(i64::from(leader));
+    }
+
+    /// Records the phase an object (`namespace/name`) currently shows.
+    pub fn observe_phase(&self, key: &str, phase: Option<Phase>) {
+        let phase = phase_label(phase);
+        let mut phases = self.phases.lock().unwrap_or_else(|p| p.into_inner());
+        let previous = phases.insert(key.to_string(), phase);
+        if previous != Some(phase) {
+            if let Some(previous) = previous {
+                self.objects_by_phase.get_or_create(&PhaseLabels { phase: previous }).dec();
+            }
+            self.objects_by_phase.get_or_create(&PhaseLabels { phase }).inc();
+        }
+    }
+
+    /// The object is gone (deleted, or out of the watched scope).
+    pub fn forget_phase(&self, key: &str) {
+        let mut phases = self.phases.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(previous) = phases.remove(key) {
+            self.objects_by_phase.get_or_create(&PhaseLabels { phase: previous }).dec();
+        }
+    }
+
+    /// Replaces every recorded phase (after a re-list, when deletions may have been missed).
+    pub fn reset_phases(&self, current: impl IntoIterator<Item = (String, Option<Phase>)>) {
+        let mut phases = self.phases.lock().unwrap_or_else(|p| p.into_inner());
+        phases.clear();
+        phases.extend(current.into_iter().map(|(key, phase)| (key, phase_label(phase))));
+        let mut counts: HashMap<&'static str, i64> = PHASES.iter().map(|p| (*p, 0)).collect();
+        for phase in phases.values() {
+            *counts.entry(phase).or_default() += 1;
+        }
+        for (phase, count) in counts {
+            self.objects_by_phase.get_or_create(&PhaseLabels { phase }).set(count);
+        }
     }
 
     /// Reconciles finished so far (any result): lets tests know a reconcile has happened.
@@ -192,5 +315,52 @@ mod tests {
         assert!(text.contains(r#"controller_runtime_reconcile_errors_total{controller="microservice-operator"} 1"#));
         assert!(text.contains("controller_runtime_reconcile_time_seconds_bucket"));
         assert_eq!(m.reconciles(), 1);
+    }
+
+    #[test]
+    fn workers_and_concurrency_use_controller_runtime_names() {
+        let m = Metrics::new();
+        m.set_max_concurrent_reconciles(8);
+        let worker = m.worker_started();
+        let second = m.worker_started();
+        let text = m.encode();
+        assert!(text.contains(r#"controller_runtime_max_concurrent_reconciles{controller="microservice-operator"} 8"#));
+        assert!(text.contains(r#"controller_runtime_active_workers{controller="microservice-operator"} 2"#), "{text}");
+        drop((worker, second));
+        assert!(m.encode().contains(r#"controller_runtime_active_workers{controller="microservice-operator"} 0"#));
+    }
+
+    #[test]
+    fn leader_status_is_labelled_with_the_lease_name() {
+        let m = Metrics::new();
+        m.set_leader("microservice-operator", false);
+        assert!(m.encode().contains(r#"leader_election_master_status{name="microservice-operator"} 0"#));
+        m.set_leader("microservice-operator", true);
+        assert!(m.encode().contains(r#"leader_election_master_status{name="microservice-operator"} 1"#));
+    }
+
+    fn phase_count(m: &Metrics, phase: &str) -> i64 {
+        let prefix = format!("microservice_objects{{phase=\"{phase}\"}} ");
+        let text = m.encode();
+        let line = text.lines().find(|l| l.starts_with(&prefix)).unwrap_or_else(|| panic!("no {prefix} in {text}"));
+        line[prefix.len()..].parse().unwrap()
+    }
+
+    #[test]
+    fn objects_by_phase_follow_each_object() {
+        let m = Metrics::new();
+        assert_eq!(phase_count(&m, "Ready"), 0, "every phase series exists from the start");
+        m.observe_phase("todo/a", None);
+        m.observe_phase("todo/b", Some(Phase::Progressing));
+        assert_eq!((phase_count(&m, "Unknown"), phase_count(&m, "Progressing")), (1, 1));
+        m.observe_phase("todo/a", Some(Phase::Progressing));
+        m.observe_phase("todo/a", Some(Phase::Progressing));
+        assert_eq!((phase_count(&m, "Unknown"), phase_count(&m, "Progressing")), (0, 2));
+        m.observe_phase("todo/b", Some(Phase::Ready));
+        m.forget_phase("todo/a");
+        m.forget_phase("todo/never-seen");
+        assert_eq!((phase_count(&m, "Progressing"), phase_count(&m, "Ready")), (0, 1));
+        m.reset_phases([("todo/c".to_string(), Some(Phase::Invalid))]);
+        assert_eq!((phase_count(&m, "Ready"), phase_count(&m, "Invalid")), (0, 1));
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod demo;
 pub mod manifests;
+pub mod run;
 pub mod status;
 pub mod view;
 pub mod wait;

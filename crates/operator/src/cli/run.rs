@@ -1,0 +1,358 @@
+//! `microservice-operator run`: connect to the cluster, serve metrics and probes, join the leader election and run
+//! the controller until SIGTERM/SIGINT (exit 0) or until the Lease is lost (exit 1, as controller-runtime does).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::runtime::watcher;
+use kube::{Api, Client};
+use thiserror::Error;
+use tracing::{info, warn};
+
+use crate::controller::{self, Stopped};
+use crate::crd::Microservice;
+use crate::health::Health;
+use crate::leader::{LeaderError, Leadership};
+use crate::metrics::Metrics;
+use crate::settings::{PodEnvironment, Settings, SettingsError};
+use crate::telemetry::{self, LogFormat, TelemetryError};
+use crate::{http, reconcile};
+
+/// How long the API server may take to answer the start-up `/version` request.
+const REACHABILITY_TIMEOUT: Duration = Duration::from_secs(15);
+/// Part of the shutdown budget kept for releasing the Lease and flushing spans after the controller stopped.
+const RELEASE_BUDGET: Duration = Duration::from_secs(5);
+
+#[derive(clap::Args, Debug, Clone)]
+#[command(
+    about = "Run the operator: reconcile Microservices into Deployments and Services",
+    long_about = "Run the operator: reconcile Microservices into Deployments and Services.\n\n\
+        Connects in-cluster (service account) or through a kubeconfig (--kubeconfig, else KUBECONFIG, else \
+        ~/.kube/config). Every flag can also be set through the environment variable shown with it; a flag on the \
+        command line wins over the variable, and both win over the profile file (--config).",
+    after_help = "Logging: RUST_LOG sets the filter (default `info`, e.g. RUST_LOG=info,microservice_operator=debug).\n\
+        Tracing: with OTEL_EXPORTER_OTLP_ENDPOINT set (e.g. http://otel-collector:4317), reconcile spans are \
+        exported over OTLP/gRPC.\n\
+        Endpoints on --metrics-bind-address: /metrics (Prometheus), /healthz (liveness), /readyz (readiness).\n\
+        Exit codes: 0 after SIGTERM/SIGINT; 1 when the API server is unreachable, the Lease was lost or shutdown \
+        overran --shutdown-timeout; 2 for a bad flag, profile or kubeconfig."
+)]
+pub struct RunArgs {
+    /// Watch Microservices (and their Deployments and Services) in this namespace.
+    #[arg(long, short = 'n', env = "WATCH_NAMESPACE", default_value = "todo", value_name = "NAMESPACE")]
+    pub namespace: String,
+
+    /// Watch every namespace instead of --namespace (needs cluster-wide RBAC).
+    #[arg(long, env = "OPERATOR_ALL_NAMESPACES", conflicts_with = "namespace")]
+    pub all_namespaces: bool,
+
+    /// Only reconcile Microservices matching this label selector (to shard them across operator deployments).
+    #[arg(long, short = 'l', env = "OPERATOR_SELECTOR", value_name = "SELECTOR")]
+    pub selector: Option<String>,
+
+    /// Re-check every Microservice this often even without changes (e.g. 30s, 5m, 1h).
+    #[arg(long, env = "OPERATOR_RESYNC_INTERVAL", default_value = "5m", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub resync_interval: Duration,
+
+    /// Microservices reconciled at once (one object is never reconciled twice at once).
+    #[arg(long, env = "OPERATOR_CONCURRENCY", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..), value_name = "N")]
+    pub concurrency: u16,
+
+    /// The platform profile (YAML; see `microservice-operator profile`): allowed repositories, probes, resources.
+    #[arg(long, env = "OPERATOR_CONFIG", value_name = "PROFILE.yaml")]
+    pub config: Option<PathBuf>,
+
+    /// Image repositories Microservices may run, comma-separated; replaces the profile's allowedRepositories.
+    #[arg(long, env = "OPERATOR_ALLOWED_REPOSITORIES", value_delimiter = ',', value_name = "REPO,...")]
+    pub allowed_repositories: Vec<String>,
+
+    /// Where /metrics, /healthz and /readyz are served (port 0 picks a free port, logged at start).
+    #[arg(long, env = "OPERATOR_METRICS_BIND_ADDRESS", default_value = "0.0.0.0:8080", value_name = "ADDR:PORT")]
+    pub metrics_bind_address: SocketAddr,
+
+    /// Log line format [default: text on a terminal, json otherwise].
+    #[arg(long, env = "OPERATOR_LOG_FORMAT", value_enum, value_name = "FORMAT")]
+    pub log_format: Option<LogFormat>,
+
+    /// Kubeconfig file (default: in-cluster config when in a pod, else KUBECONFIG, else ~/.kube/config).
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Kubeconfig context to use instead of its current-context.
+    #[arg(long, env = "OPERATOR_CONTEXT", value_name = "CONTEXT")]
+    pub context: Option<String>,
+
+    /// Elect one leader among the replicas through a Lease; only the leader writes. `--leader-elect=false` for a
+    /// single replica.
+    #[arg(long, env = "OPERATOR_LEADER_ELECT", default_value_t = true, action = clap::ArgAction::Set,
+          num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub leader_elect: bool,
+
+    /// Namespace of the Lease [default: the pod's namespace (POD_NAMESPACE or the service account's), else
+    /// --namespace, else the kubeconfig's namespace].
+    #[arg(long, env = "OPERATOR_LEADER_ELECTION_NAMESPACE", value_name = "NAMESPACE")]
+    pub leader_election_namespace: Option<String>,
+
+    /// Name of the Lease; replicas with the same name and namespace elect one leader.
+    #[arg(long, env = "OPERATOR_LEADER_ELECTION_ID", default_value = "microservice-operator", value_name = "NAME")]
+    pub leader_election_id: String,
+
+    /// How long a Lease stays valid without renewal: a standby takes over at most this long after the leader died.
+    #[arg(long, env = "OPERATOR_LEADER_ELECTION_LEASE_DURATION", default_value = "15s", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub leader_election_lease_duration: Duration,
+
+    /// The leader renews the Lease when this long has passed since the last renewal.
+    #[arg(long, env = "OPERATOR_LEADER_ELECTION_RENEW_DEADLINE", default_value = "10s", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub leader_election_renew_deadline: Duration,
+
+    /// After SIGTERM/SIGINT, how long in-flight reconciles may take before the process exits anyway.
+    #[arg(long, env = "OPERATOR_SHUTDOWN_TIMEOUT", default_value = "25s", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub shutdown_timeout: Duration,
+}
+
+#[derive(Debug, Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    #[error(transparent)]
+    Telemetry(#[from] TelemetryError),
+    #[error("cannot read the kubeconfig {path}: {reason}")]
+    KubeconfigFile { path: String, reason: String },
+    #[error("cannot configure access to the cluster: {0}; pass --kubeconfig or set KUBECONFIG")]
+    Kubeconfig(String),
+    #[error(
+        "cannot reach the Kubernetes API server at {url}: {reason}; check --kubeconfig/--context and that the cluster is up"
+    )]
+    Unreachable { url: String, reason: String },
+    #[error("cannot install the signal handlers: {0}")]
+    Signals(std::io::Error),
+    #[error(transparent)]
+    Http(#[from] http::HttpError),
+    #[error(transparent)]
+    Leader(#[from] LeaderError),
+    #[error("lost the leader election Lease {0}; exiting so that a restart rejoins the election")]
+    LostLeadership(String),
+    #[error("in-flight work did not finish within --shutdown-timeout {0:?}; exiting anyway")]
+    ShutdownTimeout(Duration),
+    #[error("the controller task failed: {0}")]
+    Controller(String),
+}
+
+impl RunError {
+    fn exit_code(&self) -> ExitCode {
+        match self {
+            RunError::Settings(_)
+            | RunError::Telemetry(_)
+            | RunError::KubeconfigFile { .. }
+            | RunError::Kubeconfig(_) => ExitCode::from(2),
+            _ => ExitCode::FAILURE,
+        }
+    }
+}
+
+pub async fn run(args: RunArgs) -> ExitCode {
+    match run_operator(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            // One line, plain, whatever the log format: this is the message a person reads. Some sources (YAML
+            // parse errors) add a multi-line excerpt; their first line already names the problem.
+            let message = err.to_string();
+            eprintln!("error: {}", message.lines().next().unwrap_or_default().trim_end());
+            err.exit_code()
+        }
+    }
+}
+
+async fn run_operator(args: RunArgs) -> Result<(), RunError> {
+    use std::io::IsTerminal;
+    let mut settings = Settings::from_args(&args, &PodEnvironment::from_process(), std::io::stderr().is_terminal())?;
+    let log_filter = telemetry::log_filter()?;
+    let mut signals = Signals::install().map_err(RunError::Signals)?;
+
+    let kube_config = kube_config(&args).await?;
+    settings.resolve(&kube_config.default_namespace);
+    let url = kube_config.cluster_url.to_string();
+    let client = Client::try_from(kube_config).map_err(|e| RunError::Kubeconfig(e.to_string()))?;
+    // Cheap and unauthenticated-friendly: fail fast with the address instead of retrying watches forever.
+    let version = match tokio::time::timeout(REACHABILITY_TIMEOUT, client.apiserver_version()).await {
+        Ok(Ok(version)) => version,
+        Ok(Err(e)) => return Err(RunError::Unreachable { url, reason: e.to_string() }),
+        Err(_) => return Err(RunError::Unreachable { url, reason: format!("no answer in {REACHABILITY_TIMEOUT:?}") }),
+    };
+    // Logging starts once the cluster answered: a failed start is then only the error line, not the client's
+    // own error logs around it.
+    let telemetry = telemetry::init(settings.log_format, log_filter)?;
+    info!(api_server = %url, version = %version.git_version, "connected to the Kubernetes API server");
+
+    let metrics = Arc::new(Metrics::new());
+    metrics.set_max_concurrent_reconciles(settings.config.concurrency);
+    let health = Arc::new(Health::new());
+    let listener = http::bind(settings.bind).await?;
+    let address = listener.local_addr().map_err(|source| http::HttpError::Bind { addr: settings.bind, source })?;
+    let (stop_http, http_stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(http::serve(listener, http::router(metrics.clone(), health.clone()), async {
+        let _ = http_stopped.await;
+    }));
+    info!(address = %address, "serving /metrics, /healthz and /readyz");
+
+    let leadership = match &settings.election {
+        Some(election) => {
+            let joined = Leadership::join(client.clone(), election, metrics.clone(), health.clone());
+            tokio::select! {
+                joined = joined => joined?,
+                () = signals.received() => return Ok(()),
+            }
+        }
+        None => Leadership::always(&health),
+    };
+    let lease = settings
+        .election
+        .as_ref()
+        .map(|e| format!("{}/{}", e.namespace.as_deref().unwrap_or_default(), e.lease_name))
+        .unwrap_or_default();
+
+    let phases = tokio::spawn(track_phases(
+        scoped_api(&client, settings.config.namespace.as_deref()),
+        settings.config.selector.clone(),
+        metrics.clone(),
+    ));
+    let (stop_controller, controller_stopped) = tokio::sync::oneshot::channel::<()>();
+    let mut controller = tokio::spawn(controller::run_elected(
+        client,
+        settings.config.clone(),
+        metrics,
+        health,
+        leadership.subscribe(),
+        async {
+            let _ = controller_stopped.await;
+        },
+    ));
+
+    let outcome = tokio::select! {
+        stopped = &mut controller => stopped.map_err(|e| RunError::Controller(e.to_string())),
+        () = signals.received() => {
+            let deadline = Instant::now() + settings.shutdown_timeout.saturating_sub(RELEASE_BUDGET);
+            info!(
+                timeout_seconds = settings.shutdown_timeout.as_secs(),
+                "shutting down: no new reconciles; waiting for the running ones"
+            );
+            let _ = stop_controller.send(());
+            tokio::select! {
+                stopped = &mut controller => stopped.map_err(|e| RunError::Controller(e.to_string())),
+                () = tokio::time::sleep_until(deadline.into()) => {
+                    controller.abort();
+                    Err(RunError::ShutdownTimeout(settings.shutdown_timeout))
+                }
+                // A second signal: the person wants out now.
+                () = signals.received() => {
+                    controller.abort();
+                    warn!("second signal: exiting without waiting for in-flight reconciles");
+                    Ok(Stopped::Shutdown)
+                }
+            }
+        }
+    };
+    phases.abort();
+    // Release the Lease in every case: a standby takes over at once instead of after the lease duration.
+    leadership.release(RELEASE_BUDGET).await;
+    let _ = stop_http.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(1), server).await;
+    telemetry.shutdown(RELEASE_BUDGET).await;
+    match outcome? {
+        Stopped::Shutdown => {
+            info!("stopped");
+            Ok(())
+        }
+        Stopped::LostLeadership => Err(RunError::LostLeadership(lease)),
+    }
+}
+
+/// `--kubeconfig` (with `--context`), else `--context` in the default kubeconfig, else in-cluster or the default
+/// kubeconfig as every Kubernetes client does.
+async fn kube_config(args: &RunArgs) -> Result<kube::Config, RunError> {
+    let options = KubeConfigOptions { context: args.context.clone(), ..KubeConfigOptions::default() };
+    match (&args.kubeconfig, &args.context) {
+        (Some(path), _) => {
+            let file = Kubeconfig::read_from(path)
+                .map_err(|e| RunError::KubeconfigFile { path: path.display().to_string(), reason: e.to_string() })?;
+            kube::Config::from_custom_kubeconfig(file, &options)
+                .await
+                .map_err(|e| RunError::KubeconfigFile { path: path.display().to_string(), reason: e.to_string() })
+        }
+        (None, Some(_)) => {
+            kube::Config::from_kubeconfig(&options).await.map_err(|e| RunError::Kubeconfig(e.to_string()))
+        }
+        (None, None) => kube::Config::infer().await.map_err(|e| RunError::Kubeconfig(e.to_string())),
+    }
+}
+
+fn scoped_api(client: &Client, namespace: Option<&str>) -> Api<Microservice> {
+    match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
+}
+
+/// Keeps `microservice_objects{phase}` current from a watch of the Microservices in scope. It runs on standbys too,
+/// so every replica reports the same counts.
+async fn track_phases(api: Api<Microservice>, selector: Option<String>, metrics: Arc<Metrics>) {
+    let mut config = watcher::Config::default();
+    if let Some(selector) = &selector {
+        config = config.labels(selector);
+    }
+    let phase = |ms: &Microservice| ms.status.as_ref().and_then(|s| s.phase);
+    let mut listing = Vec::new();
+    let mut events = watcher(api, config).boxed();
+    while let Some(event) = events.next().await {
+        match event {
+            Ok(watcher::Event::Init) => listing.clear(),
+            Ok(watcher::Event::InitApply(ms)) => listing.push((reconcile::key(&ms), phase(&ms))),
+            Ok(watcher::Event::InitDone) => metrics.reset_phases(listing.drain(..)),
+            Ok(watcher::Event::Apply(ms)) => metrics.observe_phase(&reconcile::key(&ms), phase(&ms)),
+            Ok(watcher::Event::Delete(ms)) => metrics.forget_phase(&reconcile::key(&ms)),
+            Err(e) => {
+                // The watcher re-lists by itself; pace it like kube-runtime's default backoff would.
+                warn!(error = %e, "watching Microservices for the phase metric failed; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+/// SIGTERM (the kubelet) and SIGINT (Ctrl-C).
+struct Signals {
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> std::io::Result<Signals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(Signals { terminate: signal(SignalKind::terminate())?, interrupt: signal(SignalKind::interrupt())? })
+        }
+        #[cfg(not(unix))]
+        Ok(Signals {})
+    }
+
+    async fn received(&mut self) {
+        #[cfg(unix)]
+        {
+            let name = tokio::select! {
+                _ = self.terminate.recv() => "SIGTERM",
+                _ = self.interrupt.recv() => "SIGINT",
+            };
+            info!(signal = name, "received a stop signal");
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -1,0 +1,148 @@
+//! Leader election over a coordination.k8s.io Lease with kube-lease-manager: one replica holds the Lease and runs
+//! the controller; the others wait with warm caches. [`Leadership`] publishes "this replica leads" on a watch
+//! channel, mirrors it into the probes and `leader_election_master_status`, and releases the Lease on shutdown so
+//! a standby can take over without waiting for it to expire.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Client;
+use kube_lease_manager::{LeaseCreateMode, LeaseManager, LeaseManagerBuilder, LeaseManagerError};
+use thiserror::Error;
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinHandle;
+use tracing::{info, warn};
+
+use crate::health::Health;
+use crate::metrics::Metrics;
+use crate::settings::Election;
+
+#[derive(Debug, Error)]
+pub enum LeaderError {
+    #[error(
+        "cannot use the leader election Lease {namespace}/{name}: {source}; check that the namespace exists and the \
+         operator may get, create and patch leases there (or pass --leader-elect=false for a single replica)"
+    )]
+    Lease { namespace: String, name: String, source: LeaseManagerError },
+    #[error("the leader election settings have no namespace for the Lease; pass --leader-election-namespace")]
+    NoNamespace,
+}
+
+/// This replica's view of the election.
+pub struct Leadership {
+    receiver: watch::Receiver<bool>,
+    /// Without an election the sender is kept here: a closed channel would read as "the election ended".
+    _always: Option<watch::Sender<bool>>,
+    election: Option<Running>,
+}
+
+struct Running {
+    name: String,
+    namespace: String,
+    stop: oneshot::Sender<()>,
+    forwarder: JoinHandle<()>,
+    manager: JoinHandle<Result<LeaseManager, LeaseManagerError>>,
+}
+
+impl Leadership {
+    /// No election (`--leader-elect=false`): this replica always leads.
+    pub fn always(health: &Health) -> Leadership {
+        health.set_leader(Some(true));
+        let (sender, receiver) = watch::channel(true);
+        Leadership { receiver, _always: Some(sender), election: None }
+    }
+
+    /// Joins the election for the Lease (created if missing). Returns once the Lease has been read, so the leader
+    /// state is known: standby until the Lease is acquired.
+    pub async fn join(
+        client: Client,
+        election: &Election,
+        metrics: Arc<Metrics>,
+        health: Arc<Health>,
+    ) -> Result<Leadership, LeaderError> {
+        let namespace = election.namespace.clone().ok_or(LeaderError::NoNamespace)?;
+        let name = election.lease_name.clone();
+        // kube-lease-manager renews `grace` seconds before expiry: renewing at the renew deadline means the rest.
+        let grace = election.lease_duration.as_secs().saturating_sub(election.renew_deadline.as_secs()).max(1);
+        let manager = LeaseManagerBuilder::new(client, &name)
+            .with_namespace(&namespace)
+            .with_create_mode(LeaseCreateMode::AutoCreate)
+            .with_identity(&election.identity)
+            .with_field_manager(format!("{}-{}", crate::controller::CONTROLLER_NAME, election.identity))
+            .with_duration(election.lease_duration.as_secs())
+            .with_grace(grace)
+            .build()
+            .await
+            .map_err(|source| LeaderError::Lease { namespace: namespace.clone(), name: name.clone(), source })?;
+        let (mut lease, manager) = manager.watch().await;
+        let (sender, receiver) = watch::channel(false);
+        health.set_leader(Some(false));
+        metrics.set_leader(&name, false);
+        info!(lease = %format!("{namespace}/{name}"), identity = %election.identity, "joined the leader election; standing by");
+
+        let (stop, mut stopped) = oneshot::channel::<()>();
+        let lease_name = name.clone();
+        let forwarder = tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = &mut stopped => break,
+                    changed = lease.changed() => {
+                        if changed.is_err() {
+                            // The manager task ended (it only does on an unrecoverable error): nobody renews.
+                            warn!(lease = %lease_name, "the leader election stopped; this replica no longer leads");
+                            health.set_leader(Some(false));
+                            metrics.set_leader(&lease_name, false);
+                            sender.send_replace(false);
+                            break;
+                        }
+                        let leads = *lease.borrow_and_update();
+                        if leads {
+                            info!(lease = %lease_name, "acquired the Lease; this replica leads");
+                        } else {
+                            warn!(lease = %lease_name, "lost the Lease; another replica leads");
+                        }
+                        health.set_leader(Some(leads));
+                        metrics.set_leader(&lease_name, leads);
+                        sender.send_replace(leads);
+                    }
+                }
+            }
+            // Dropping `lease` here tells the manager task to release the Lease and end.
+        });
+        Ok(Leadership {
+            receiver,
+            _always: None,
+            election: Some(Running { name, namespace, stop, forwarder, manager }),
+        })
+    }
+
+    /// True while this replica leads; `changed()` wakes on every transition.
+    pub fn subscribe(&self) -> watch::Receiver<bool> {
+        self.receiver.clone()
+    }
+
+    pub fn leads(&self) -> bool {
+        *self.receiver.borrow()
+    }
+
+    /// Leaves the election, releasing the Lease if this replica holds it; waits at most `within`.
+    pub async fn release(self, within: Duration) {
+        let Some(running) = self.election else { return };
+        let _ = running.stop.send(());
+        let lease = format!("{}/{}", running.namespace, running.name);
+        let done = async {
+            let _ = running.forwarder.await;
+            running.manager.await
+        };
+        match tokio::time::timeout(within, done).await {
+            Ok(Ok(Ok(_))) => info!(lease = %lease, "left the leader election (the Lease is released if it was ours)"),
+            Ok(Ok(Err(e))) => warn!(lease = %lease, error = %e, "could not release the Lease; it expires by itself"),
+            Ok(Err(e)) => {
+                warn!(lease = %lease, error = %e, "the leader election task failed; the Lease expires by itself")
+            }
+            Err(_) => {
+                warn!(lease = %lease, seconds = within.as_secs(), "gave up releasing the Lease; it expires by itself")
+            }
+        }
+    }
+}
