@@ -126,6 +126,18 @@ impl Snapshot {
         live_line(self.ms.as_deref(), self.deployment.as_deref(), self.service.as_deref())
     }
 
+    /// What changes only with a step of the story: phase, generation, the Deployment's image and available pods,
+    /// the Service's identity.
+    fn coarse(&self) -> String {
+        let ms = self.ms.as_ref().map(|m| transition_key(m)).unwrap_or_default();
+        let deployment = self.deployment.as_ref().map(|d| {
+            let image = d.spec.as_ref().and_then(|s| s.template.spec.as_ref()?.containers.first()?.image.clone());
+            (image, d.status.as_ref().and_then(|s| s.available_replicas))
+        });
+        let service = self.service.as_ref().and_then(|s| s.uid());
+        format!("{ms}|{deployment:?}|{service:?}")
+    }
+
     fn verdict(&self) -> Option<Verdict> {
         self.ms.as_deref().map(verdict)
     }
@@ -217,6 +229,8 @@ struct Demo {
     step: (usize, &'static str),
     /// Last state narrated per Microservice.
     seen: HashMap<String, String>,
+    /// The coarse state last printed as a plain line.
+    coarse: String,
 }
 
 fn kubeconfig_yaml(server: &str, token: &str) -> String {
@@ -293,6 +307,7 @@ impl Demo {
             started,
             step: (0, "setup"),
             seen: HashMap::new(),
+            coarse: String::new(),
         })
     }
 
@@ -310,6 +325,13 @@ impl Demo {
         self.progress.note(&format!("   {line}"));
     }
 
+    fn coarse_changed(&mut self, snapshot: &Snapshot) -> bool {
+        let coarse = snapshot.coarse();
+        let changed = coarse != self.coarse;
+        self.coarse = coarse;
+        changed
+    }
+
     /// Narrates every Microservice state not yet told, and shows `name`'s live line.
     fn show(&mut self, snapshot: &Snapshot) {
         for ms in self.world.microservices.state() {
@@ -319,7 +341,10 @@ impl Demo {
                 self.progress.note(&format!("   {}", transition_line(&ms)));
             }
         }
-        self.progress.spin(&snapshot.line());
+        // On a terminal the spinner line is redrawn in place; as plain lines, only coarse changes are worth one.
+        if self.progress.is_terminal() || self.coarse_changed(snapshot) {
+            self.progress.spin(&snapshot.line());
+        }
     }
 
     /// Waits on the watches until `check` returns a value, narrating as things change; gives up after the step
@@ -402,7 +427,6 @@ impl Demo {
         self.say(&format!("kubectl apply -f deploy/samples/todo-api.yaml  (image {})", sample.spec.image));
         let generation = created.metadata.generation.unwrap_or(1);
         let ready = self.until_ready(&name, generation).await?;
-        self.say(&format!("{name} is Ready: {}", live_line(Some(&ready), None, None)));
         lap(&mut report, title);
 
         // 2. Someone deletes the Service.

@@ -356,11 +356,20 @@ pub fn transition_key(ms: &Microservice) -> String {
     )
 }
 
-/// The sentence for a state the CR entered, e.g. "Progressing (gen 2): RolloutInProgress: 1/2 updated ...".
+/// The sentence for a state the CR entered, e.g. "todo-api generation 2: Progressing (Accepted): RolloutInProgress:
+/// 1/2 updated replicas available for generation 2".
 pub fn transition_line(ms: &Microservice) -> String {
     let v = ServiceView::of(ms);
-    let accepted = current(ms, ConditionType::Accepted);
-    let mut line = format!("{} is {} (generation {})", v.name, v.phase, opt(v.generation));
+    let generation = opt(v.generation);
+    if !observed_current(ms) {
+        return format!("{} generation {generation}: submitted; the operator has not acted on it yet", v.name);
+    }
+    let accepted = match current(ms, ConditionType::Accepted).map(|c| c.status) {
+        Some(ConditionStatus::True) => " (Accepted)",
+        Some(ConditionStatus::False) => " (not Accepted)",
+        _ => "",
+    };
+    let mut line = format!("{} generation {generation}: {}{accepted}", v.name, v.phase);
     match (&v.reason, &v.message) {
         (Some(reason), Some(message)) => {
             let _ = write!(line, ": {reason}: {message}");
@@ -370,11 +379,6 @@ pub fn transition_line(ms: &Microservice) -> String {
                 let _ = write!(line, ": {}", c.message);
             }
         }
-    }
-    if let Some(a) = accepted.filter(|a| a.status == ConditionStatus::True)
-        && v.phase != "Ready"
-    {
-        let _ = write!(line, " [Accepted={:?}]", a.status);
     }
     line
 }
@@ -613,6 +617,18 @@ mod tests {
         assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
         assert_eq!(format_duration(Duration::from_millis(1234)), "1.23s");
         assert_eq!(format_duration(Duration::from_secs(125)), "2m05s");
+    }
+
+    #[test]
+    fn transitions_say_which_generation_and_whether_it_was_accepted() {
+        let line = transition_line(&ready(2));
+        assert_eq!(line, "todo-api generation 2: Ready (Accepted): generation rolled out");
+        let mut submitted = ready(2);
+        submitted.metadata.generation = Some(3);
+        assert_eq!(
+            transition_line(&submitted),
+            "todo-api generation 3: submitted; the operator has not acted on it yet"
+        );
     }
 
     #[test]
