@@ -135,7 +135,9 @@ pub fn next_step(reason: &str, namespace: &str, name: &str, message: &str) -> Op
                  (lowercase letters, digits and `-`, starting with a letter, at most 63)"
             ),
         };
-        return Some(step);
+        // Violations are reported together; the reason is only the first one's.
+        let more = message.contains("; spec.") || message.contains("; metadata.");
+        return Some(if more { format!("{step}; also fix the other problems the message lists") } else { step });
     }
     let step = match reason {
         reasons::ACCEPTED | reasons::ROLLOUT_COMPLETE | reasons::AS_EXPECTED => return None,
@@ -240,7 +242,10 @@ pub fn render_table(views: &[ServiceView], with_namespace: bool) -> String {
                 v.phase.clone(),
                 opt(v.generation),
                 opt(v.observed_generation),
-                format!("{}/{}", v.ready_replicas.unwrap_or(0), opt(v.desired_replicas)),
+                match (v.ready_replicas, v.desired_replicas) {
+                    (None, None) => "-".to_string(),
+                    (ready, desired) => format!("{}/{}", ready.unwrap_or(0), opt(desired)),
+                },
                 opt(v.image.as_deref()),
             ];
             if with_namespace {
@@ -561,6 +566,15 @@ mod tests {
         .unwrap();
         assert!(step.contains("kubectl -n todo annotate deployment billing platform.example.com/handover=billing"));
         assert!(!step.contains("annotate service"));
+        let both = next_step(
+            "MutableTag",
+            "todo",
+            "x",
+            "spec.image: tag `latest` is mutable; spec.port: port 9090 is reserved",
+        )
+        .unwrap();
+        assert!(both.contains("also fix the other problems"), "{both}");
+        assert!(!next_step("MutableTag", "todo", "x", "spec.image: mutable").unwrap().contains("other problems"));
         let deadline = next_step(reasons::PROGRESS_DEADLINE_EXCEEDED, "todo", "billing", "").unwrap();
         assert!(deadline.contains("kubectl -n todo describe deploy billing"));
     }
