@@ -221,7 +221,10 @@ async fn demo_walks_through_every_step_and_exits_0() {
     assert!(report.service_restored_in.is_some());
     assert_eq!(report.refusal_reason.as_deref(), Some("ImageNotAllowed"));
     let kubeconfig = std::fs::read_to_string(dir.0.join("kubeconfig")).unwrap();
-    assert!(kubeconfig.contains("server: http://127.0.0.1:"), "{kubeconfig}");
+    // HTTPS with the emulator's CA, so kubectl sends the token; the context's namespace is the demo's.
+    assert!(kubeconfig.contains("server: https://127.0.0.1:"), "{kubeconfig}");
+    assert!(kubeconfig.contains("certificate-authority-data:"), "{kubeconfig}");
+    assert!(kubeconfig.contains("namespace: todo"), "{kubeconfig}");
 
     // The command as the binary runs it.
     assert_eq!(demo::run(args).await, ExitCode::SUCCESS);

@@ -17,10 +17,8 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, conditions, wait::await_condition, watcher};
 use kube::{Client, Resource, ResourceExt};
-use kubesim::cluster::Cluster;
-use kubesim::controllers::{self, ControllerConfig, Controllers};
-use kubesim::faults::{FaultConfig, FaultInjector};
-use kubesim::http::{self, AppState};
+use kubesim::Sim;
+use kubesim::controllers::ControllerConfig;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 use tokio::sync::{oneshot, watch};
@@ -73,8 +71,8 @@ impl Default for DemoArgs {
 
 #[derive(Debug, thiserror::Error)]
 pub enum DemoError {
-    #[error("cannot start the emulator: {0}; check that 127.0.0.1 accepts local connections")]
-    Start(String),
+    #[error("cannot start the emulator: {0}")]
+    Start(#[from] kubesim::SimError),
     #[error("cannot write the kubeconfig to {path}: {source}; pass --dir to a writable directory")]
     Kubeconfig { path: String, source: std::io::Error },
     #[error("setup failed: {what}: {why}")]
@@ -224,7 +222,7 @@ struct Demo {
     world: World,
     operator: Option<Operator>,
     client: Client,
-    cluster: DemoCluster,
+    sim: Sim,
     progress: Progress,
     kubeconfig: PathBuf,
     started: Instant,
@@ -235,64 +233,10 @@ struct Demo {
     coarse: String,
 }
 
-/// kubesim without authentication, on 127.0.0.1 only. kubesim's `Sim` requires a bearer token, and kubectl never
-/// sends one over plain HTTP, so the `kubectl --kubeconfig …` line the demo prints would get 401 against it.
-struct DemoCluster {
-    url: String,
-    // Dropped before the server stops: the controllers write through the cluster.
-    _controllers: Controllers,
-    stop: Option<oneshot::Sender<()>>,
-    server: JoinHandle<()>,
-}
-
-impl DemoCluster {
-    async fn start(pods: ControllerConfig) -> Result<DemoCluster, DemoError> {
-        let listener =
-            tokio::net::TcpListener::bind(("127.0.0.1", 0)).await.map_err(|e| DemoError::Start(e.to_string()))?;
-        let addr = listener.local_addr().map_err(|e| DemoError::Start(e.to_string()))?;
-        let cluster = Cluster::new();
-        let mut state = AppState::new(cluster.clone(), FaultInjector::new(FaultConfig::default()), None);
-        state.address = addr.to_string().into();
-        let (stop, stopped) = oneshot::channel::<()>();
-        let server = tokio::spawn(async move {
-            let shutdown = async move {
-                let _ = stopped.await;
-            };
-            if let Err(e) = http::serve(listener, state, shutdown).await {
-                tracing::error!(error = %e, "the demo's kubesim stopped");
-            }
-        });
-        let controllers = controllers::spawn(cluster, pods);
-        Ok(DemoCluster { url: format!("http://{addr}"), _controllers: controllers, stop: Some(stop), server })
-    }
-
-    async fn client(&self, kubeconfig: &str) -> Result<Client, DemoError> {
-        let fail = |e: String| DemoError::Start(format!("cannot build a client for {}: {e}", self.url));
-        let kubeconfig = kube::config::Kubeconfig::from_yaml(kubeconfig).map_err(|e| fail(e.to_string()))?;
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
-            .await
-            .map_err(|e| fail(e.to_string()))?;
-        Client::try_from(config).map_err(|e| fail(e.to_string()))
-    }
-}
-
-impl Drop for DemoCluster {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        // Open watches would hold a graceful shutdown; the emulator has nothing to flush.
-        self.server.abort();
-    }
-}
-
-fn kubeconfig_yaml(server: &str) -> String {
-    // The context's namespace is `todo`, so kubectl and `microservice-operator status` need no -n.
-    format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: kubesim-demo\n  cluster:\n    server: {server}\nusers:\n- name: \
-         kubesim-demo\n  user: {{}}\ncontexts:\n- name: kubesim-demo\n  context:\n    cluster: kubesim-demo\n    \
-         user: kubesim-demo\n    namespace: {NAMESPACE}\ncurrent-context: kubesim-demo\n"
-    )
+/// The emulator's kubeconfig with the context's namespace set to `todo`, so kubectl and `microservice-operator
+/// status` need no -n (the hints still pass it).
+fn demo_kubeconfig(sim: &Sim) -> String {
+    sim.kubeconfig_yaml().replacen("namespace: default", &format!("namespace: {NAMESPACE}"), 1)
 }
 
 fn write_kubeconfig(dir: &Path, contents: &str) -> Result<PathBuf, DemoError> {
@@ -316,14 +260,13 @@ impl Demo {
             ready_delay: args.pod_ready_delay,
             ..ControllerConfig::default()
         };
-        let cluster = DemoCluster::start(pods).await?;
-        let kubeconfig_text = kubeconfig_yaml(&cluster.url);
-        let kubeconfig = write_kubeconfig(&args.dir, &kubeconfig_text)?;
-        let client = cluster.client(&kubeconfig_text).await?;
+        let sim = Sim::builder().controllers(pods).start().await?;
+        let kubeconfig = write_kubeconfig(&args.dir, &demo_kubeconfig(&sim))?;
+        let client = sim.client();
         progress.note(&format!(
             "kubesim (an in-memory Kubernetes API server) listens on {}; pods become Ready {} after they are \
              scheduled",
-            cluster.url,
+            sim.https_url(),
             format_duration(args.pod_ready_delay)
         ));
         progress.note(&format!(
@@ -355,7 +298,7 @@ impl Demo {
             world,
             operator,
             client,
-            cluster,
+            sim,
             progress,
             kubeconfig,
             started,
@@ -641,7 +584,7 @@ impl Demo {
         self.progress.clear();
         self.progress.note(&format!(
             "serving until Ctrl-C. Try:\n    kubectl --kubeconfig {0} get ms,deploy,svc -n todo\n    \
-             cargo run -p microservice-operator -- status --kubeconfig {0}\n    kubectl --kubeconfig {0} -n todo \
+             cargo run -p microservice-operator -- status -n todo --kubeconfig {0}\n    kubectl --kubeconfig {0} -n todo \
              patch ms todo-api --type merge -p '{{\"spec\":{{\"replicas\":3}}}}'",
             self.kubeconfig.display()
         ));
@@ -665,7 +608,7 @@ impl Demo {
             operator.stop().await;
         }
         drop(self.world);
-        drop(self.cluster);
+        drop(self.sim);
     }
 }
 
