@@ -56,6 +56,11 @@ pub async fn reconcile(ms: Arc<Microservice>, ctx: Arc<Context>) -> Result<Actio
 }
 
 async fn converge(ms: &Microservice, ctx: &Context) -> Result<()> {
+    if ms.metadata.deletion_timestamp.is_some() {
+        // Being deleted (e.g. `--cascade=orphan` waits on the orphan finalizer while the garbage collector strips
+        // ownerReferences): writing children now would re-attach them to an owner about to vanish.
+        return Ok(());
+    }
     let namespace = ms.namespace().ok_or(Error::MissingMetadata("namespace"))?;
     let name = ms.metadata.name.clone().ok_or(Error::MissingMetadata("name"))?;
     let now = now();
