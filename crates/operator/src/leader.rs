@@ -4,18 +4,23 @@
 //! a standby can take over without waiting for it to expire.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use kube::Client;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::{Api, Client};
 use kube_lease_manager::{LeaseCreateMode, LeaseManager, LeaseManagerBuilder, LeaseManagerError};
 use thiserror::Error;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
+use tokio::time::MissedTickBehavior;
 use tracing::{info, warn};
 
 use crate::health::Health;
 use crate::metrics::Metrics;
 use crate::settings::Election;
+
+/// How often the leader confirms it still holds the Lease (controller-runtime's retry period).
+pub const RETRY_PERIOD: Duration = Duration::from_secs(2);
 
 #[derive(Debug, Error)]
 pub enum LeaderError {
@@ -64,7 +69,7 @@ impl Leadership {
         let name = election.lease_name.clone();
         // kube-lease-manager renews `grace` seconds before expiry: renewing at the renew deadline means the rest.
         let grace = election.lease_duration.as_secs().saturating_sub(election.renew_deadline.as_secs()).max(1);
-        let manager = LeaseManagerBuilder::new(client, &name)
+        let manager = LeaseManagerBuilder::new(client.clone(), &name)
             .with_namespace(&namespace)
             .with_create_mode(LeaseCreateMode::AutoCreate)
             .with_identity(&election.identity)
@@ -82,32 +87,70 @@ impl Leadership {
 
         let (stop, mut stopped) = oneshot::channel::<()>();
         let lease_name = name.clone();
+        let leases: Api<Lease> = Api::namespaced(client, &namespace);
+        let identity = election.identity.clone();
+        let renew_deadline = election.renew_deadline;
         let forwarder = tokio::spawn(async move {
+            let step_down = |why: &str| {
+                warn!(lease = %lease_name, "{why}; this replica no longer leads");
+                health.set_leader(Some(false));
+                metrics.set_leader(&lease_name, false);
+                sender.send_replace(false);
+            };
+            let mut leading_since_confirmed: Option<Instant> = None;
+            let mut check = tokio::time::interval(RETRY_PERIOD);
+            check.set_missed_tick_behavior(MissedTickBehavior::Delay);
             loop {
                 tokio::select! {
                     _ = &mut stopped => break,
                     changed = lease.changed() => {
                         if changed.is_err() {
                             // The manager task ended (it only does on an unrecoverable error): nobody renews.
-                            warn!(lease = %lease_name, "the leader election stopped; this replica no longer leads");
-                            health.set_leader(Some(false));
-                            metrics.set_leader(&lease_name, false);
-                            sender.send_replace(false);
+                            step_down("the leader election stopped");
                             break;
                         }
                         let leads = *lease.borrow_and_update();
                         if leads {
                             info!(lease = %lease_name, "acquired the Lease; this replica leads");
+                            leading_since_confirmed = Some(Instant::now());
+                            health.set_leader(Some(true));
+                            metrics.set_leader(&lease_name, true);
+                            sender.send_replace(true);
                         } else {
-                            warn!(lease = %lease_name, "lost the Lease; another replica leads");
+                            step_down("lost the Lease to another replica");
+                            break;
                         }
-                        health.set_leader(Some(leads));
-                        metrics.set_leader(&lease_name, leads);
-                        sender.send_replace(leads);
+                    }
+                    _ = check.tick(), if leading_since_confirmed.is_some() => {
+                        // kube-lease-manager keeps believing it leads while its renewals fail; controller-runtime's
+                        // rule is to stop leading once the Lease could not be confirmed for the renew deadline, so a
+                        // partitioned leader steps down before a standby may take over.
+                        match leases.get_opt(&lease_name).await {
+                            Ok(Some(current)) => {
+                                let holder = current.spec.and_then(|s| s.holder_identity);
+                                if holder.as_deref() == Some(identity.as_str()) {
+                                    leading_since_confirmed = Some(Instant::now());
+                                } else {
+                                    step_down(&format!("the Lease is held by {}", holder.as_deref().unwrap_or("nobody")));
+                                    break;
+                                }
+                            }
+                            Ok(None) => {
+                                step_down("the Lease was deleted");
+                                break;
+                            }
+                            Err(e) => {
+                                let since = leading_since_confirmed.map(|t| t.elapsed()).unwrap_or_default();
+                                if since >= renew_deadline {
+                                    step_down(&format!("could not confirm the Lease for {}s ({e})", since.as_secs()));
+                                    break;
+                                }
+                            }
+                        }
                     }
                 }
             }
-            // Dropping `lease` here tells the manager task to release the Lease and end.
+            // Dropping `lease` here tells the manager task to release the Lease (if still ours) and end.
         });
         Ok(Leadership {
             receiver,

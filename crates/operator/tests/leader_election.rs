@@ -10,6 +10,7 @@ mod harness;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, Patch, PatchParams};
 use kubesim::controllers::ControllerConfig;
+use kubesim::faults::ErrorRule;
 use serde_json::json;
 
 use harness::{Harness, IMAGE_V1, IMAGE_V2, NS};
@@ -100,4 +101,33 @@ async fn sigterm_exits_zero_and_releases_the_lease_to_the_standby() {
     h.microservices().patch("todo-api", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
     h.wait_for("todo-api", "Ready for generation 2", harness::ready_for_current_generation).await;
     assert!(b.metric_sum(WRITES).await > 0.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_that_cannot_renew_its_lease_steps_down_and_exits_1() {
+    let h = Harness::start(ControllerConfig::default()).await;
+    let kubeconfig = scratch("renew").join("kubeconfig");
+    h.sim.write_kubeconfig(&kubeconfig).unwrap();
+    let mut a = Operator::start("replica-a", &kubeconfig, &[]).await;
+    wait_holder(&h, &a).await;
+
+    // Every Lease request fails from now on: the leader can neither renew nor confirm its Lease.
+    let mut faults = h.sim.faults().config();
+    faults.errors.push(ErrorRule {
+        verb: "*".into(),
+        resource: "leases".into(),
+        rate: 1.0,
+        code: 500,
+        retry_after_seconds: None,
+    });
+    h.sim.faults().set_config(faults);
+
+    let status = a.exited(DEADLINE).await;
+    assert_eq!(status.code(), Some(1), "{}", a.stderr());
+    assert!(a.stderr().contains("could not confirm the Lease"), "{}", a.stderr());
+    assert!(
+        a.stderr().lines().any(|l| l.starts_with("error: lost the leader election Lease todo/microservice-operator")),
+        "{}",
+        a.stderr()
+    );
 }

@@ -178,3 +178,62 @@ async fn a_single_replica_serves_metrics_and_probes_reconciles_and_stops_on_sigt
     assert!(messages.iter().any(|m| m.starts_with("shutting down")), "{messages:?}");
     assert_eq!(messages.last().map(String::as_str), Some("stopped"), "{messages:?}");
 }
+
+#[test]
+fn an_invalid_log_filter_is_refused_before_connecting() {
+    let out = command(&["run", "--kubeconfig", "/nonexistent/kubeconfig"]).env("RUST_LOG", "info,[[").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(assert_one_error_line(&out).contains("RUST_LOG is not a valid log filter"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unsupported_otlp_protocol_is_refused() {
+    let h = Harness::start(ControllerConfig::default()).await;
+    let kubeconfig = scratch("otlp-protocol").join("kubeconfig");
+    h.sim.write_kubeconfig(&kubeconfig).unwrap();
+    let out = command(&["run", "--kubeconfig", kubeconfig.to_str().unwrap(), "--leader-elect=false"])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(assert_one_error_line(&out).contains("OTEL_EXPORTER_OTLP_PROTOCOL=http/json"));
+}
+
+/// Spans go to the OTLP endpoint over gRPC (HTTP/2); a collector that never answers loses spans, never the
+/// operator's work or its clean, bounded exit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_otlp_set_spans_are_sent_to_the_collector_and_a_silent_one_does_not_block_the_exit() {
+    use tokio::io::AsyncReadExt;
+    let h = Harness::start(ControllerConfig::default()).await;
+    let kubeconfig = scratch("otlp").join("kubeconfig");
+    h.sim.write_kubeconfig(&kubeconfig).unwrap();
+    let collector = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", collector.local_addr().unwrap());
+    let received = tokio::spawn(async move {
+        let (mut connection, _) = collector.accept().await.unwrap();
+        let mut preface = [0u8; 24];
+        connection.read_exact(&mut preface).await.unwrap();
+        // Hold the connection open without answering: a collector that hangs.
+        (preface, connection)
+    });
+    let mut command = command(&[
+        "run",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--leader-elect=false",
+        "--metrics-bind-address",
+        "127.0.0.1:0",
+        "--log-format",
+        "json",
+    ]);
+    command.env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint);
+    let mut op = Operator::spawn("otlp", command);
+    h.create("todo-api", IMAGE_V1).await;
+    h.wait_ready("todo-api").await;
+    op.signal("TERM");
+    let (preface, _connection) = tokio::time::timeout(DEADLINE, received).await.unwrap().unwrap();
+    assert_eq!(&preface, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "an HTTP/2 (gRPC) connection to {endpoint}");
+    let status = op.exited(DEADLINE).await;
+    assert_eq!(status.code(), Some(0), "{}", op.stderr());
+}
