@@ -125,6 +125,22 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_ended_watch_stream_fails_liveness() {
+        let health = Arc::new(Health::new());
+        let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server =
+            tokio::spawn(serve(listener, router(Arc::new(Metrics::new()), health.clone()), std::future::pending()));
+        health.watch_started();
+        assert_eq!(get(addr, "/healthz").await.0, 200);
+        health.watch_ended();
+        let (status, _, body) = get(addr, "/healthz").await;
+        assert_eq!(status, 503);
+        assert!(body.contains("restart"), "{body}");
+        server.abort();
+    }
+
+    #[tokio::test]
     async fn a_taken_address_is_a_clear_error() {
         let taken = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
         let addr = taken.local_addr().unwrap();

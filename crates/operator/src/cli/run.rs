@@ -25,8 +25,12 @@ use crate::{http, reconcile};
 
 /// How long the API server may take to answer the start-up `/version` request.
 const REACHABILITY_TIMEOUT: Duration = Duration::from_secs(15);
-/// Part of the shutdown budget kept for releasing the Lease and flushing spans after the controller stopped.
-const RELEASE_BUDGET: Duration = Duration::from_secs(5);
+/// What the shutdown budget keeps, after the controller stopped, for releasing the Lease, closing the HTTP server
+/// and flushing spans: together [`AFTER_CONTROLLER`], so the whole shutdown stays within `--shutdown-timeout`.
+const LEASE_RELEASE: Duration = Duration::from_secs(3);
+const HTTP_CLOSE: Duration = Duration::from_secs(1);
+const SPAN_FLUSH: Duration = Duration::from_secs(2);
+const AFTER_CONTROLLER: Duration = LEASE_RELEASE.saturating_add(HTTP_CLOSE).saturating_add(SPAN_FLUSH);
 
 #[derive(clap::Args, Debug, Clone)]
 #[command(
@@ -236,7 +240,7 @@ async fn run_operator(args: RunArgs) -> Result<(), RunError> {
     let outcome = tokio::select! {
         stopped = &mut controller => stopped.map_err(|e| RunError::Controller(e.to_string())),
         () = signals.received() => {
-            let deadline = Instant::now() + settings.shutdown_timeout.saturating_sub(RELEASE_BUDGET);
+            let deadline = Instant::now() + settings.shutdown_timeout.saturating_sub(AFTER_CONTROLLER);
             info!(
                 timeout_seconds = settings.shutdown_timeout.as_secs(),
                 "shutting down: no new reconciles; waiting for the running ones"
@@ -259,10 +263,10 @@ async fn run_operator(args: RunArgs) -> Result<(), RunError> {
     };
     phases.abort();
     // Release the Lease in every case: a standby takes over at once instead of after the lease duration.
-    leadership.release(RELEASE_BUDGET).await;
+    leadership.release(LEASE_RELEASE).await;
     let _ = stop_http.send(());
-    let _ = tokio::time::timeout(Duration::from_secs(1), server).await;
-    telemetry.shutdown(RELEASE_BUDGET).await;
+    let _ = tokio::time::timeout(HTTP_CLOSE, server).await;
+    telemetry.shutdown(SPAN_FLUSH).await;
     match outcome? {
         Stopped::Shutdown => {
             info!("stopped");
