@@ -229,3 +229,54 @@ async fn demo_walks_through_every_step_and_exits_0() {
     // The command as the binary runs it.
     assert_eq!(demo::run(args).await, ExitCode::SUCCESS);
 }
+
+#[tokio::test]
+async fn without_the_crd_wait_exits_3_and_status_says_how_to_install_it() {
+    let sim = Sim::builder().start().await.unwrap();
+    let dir = TempDir::new("nocrd");
+    let kubeconfig = dir.0.join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig).unwrap();
+    let cluster = ClusterArgs { kubeconfig: Some(kubeconfig), context: None };
+    let args = WaitArgs {
+        name: "todo-api".into(),
+        namespace: Some(NS.into()),
+        condition: wait::Condition::Ready,
+        timeout: DEADLINE,
+        cluster: cluster.clone(),
+    };
+    // At once, not after the timeout: waiting cannot help.
+    let started = std::time::Instant::now();
+    assert_eq!(wait::run(args).await, ExitCode::from(wait::EXIT_ERROR));
+    assert!(started.elapsed() < DEADLINE);
+    let status = StatusArgs { name: None, namespace: None, all_namespaces: true, output: OutputFormat::Table, cluster };
+    let err = status::render(&status).await.unwrap_err();
+    assert!(err.to_string().contains("microservice-operator crd | kubectl apply -f -"), "{err}");
+}
+
+#[tokio::test]
+async fn all_namespaces_lists_every_namespace_with_its_name() {
+    let cluster = Cluster::start("all").await;
+    cluster.create("todo-api", "ghcr.io/example/todo-api:1.4.2").await;
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "staging"}})).unwrap();
+    Api::<Namespace>::all(cluster.sim.client()).create(&PostParams::default(), &ns).await.unwrap();
+    let ms: Microservice = serde_json::from_value(json!({
+        "apiVersion": "platform.example.com/v1alpha1", "kind": "Microservice",
+        "metadata": {"name": "todo-api", "namespace": "staging"},
+        "spec": {"image": "ghcr.io/example/todo-api:1.4.2", "port": 8080}
+    }))
+    .unwrap();
+    Api::<Microservice>::namespaced(cluster.sim.client(), "staging").create(&PostParams::default(), &ms).await.unwrap();
+
+    let mut args = cluster.status_args(None, OutputFormat::Table);
+    args.namespace = None;
+    args.all_namespaces = true;
+    let table = status::render(&args).await.unwrap();
+    let lines: Vec<&str> = table.lines().collect();
+    assert!(lines[0].starts_with("NAMESPACE"), "{table}");
+    let rows: Vec<&str> = lines.iter().copied().filter(|l| !l.starts_with(' ') && l.contains("todo-api")).collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    assert!(rows[0].starts_with("staging") && rows[1].starts_with("todo"), "sorted by namespace: {table}");
+    // The operator watches only `todo`: the staging one is never reconciled, and says so.
+    assert!(rows[0].contains("Unknown"), "{table}");
+    assert!(table.contains("why:  NotObserved"), "{table}");
+}
