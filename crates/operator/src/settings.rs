@@ -95,7 +95,8 @@ impl Settings {
             profile.allowed_repositories = args.allowed_repositories.clone();
             profile.validate()?;
         }
-        let namespace = (!args.all_namespaces).then(|| args.namespace.clone());
+        // An empty namespace means all of them, as WATCH_NAMESPACE="" does for operator-sdk operators.
+        let namespace = (!args.all_namespaces && !args.namespace.trim().is_empty()).then(|| args.namespace.clone());
         let identity = identity(env);
         let election = if args.leader_elect {
             let (lease, renew) = (args.leader_election_lease_duration, args.leader_election_renew_deadline);
@@ -223,6 +224,11 @@ mod tests {
         assert!(election.identity.starts_with("operator-7d9f-x2_"), "{}", election.identity);
         let explicit = settings(&["--leader-election-namespace", "elsewhere"], &pod);
         assert_eq!(explicit.election.unwrap().namespace.as_deref(), Some("elsewhere"));
+    }
+
+    #[test]
+    fn an_empty_namespace_watches_all_namespaces() {
+        assert_eq!(settings(&["--namespace", ""], &PodEnvironment::default()).config.namespace, None);
     }
 
     #[test]

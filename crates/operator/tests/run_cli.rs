@@ -237,3 +237,30 @@ async fn with_otlp_set_spans_are_sent_to_the_collector_and_a_silent_one_does_not
     let status = op.exited(DEADLINE).await;
     assert_eq!(status.code(), Some(0), "{}", op.stderr());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_without_the_crd_is_one_line_saying_how_to_install_it() {
+    let sim = kubesim::Sim::builder().without_controllers().start().await.unwrap();
+    let kubeconfig = scratch("no-crd").join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig).unwrap();
+    let out = output(&["run", "--kubeconfig", kubeconfig.to_str().unwrap(), "--log-format", "json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stderr(&out);
+    let errors: Vec<&str> = text.lines().filter(|l| l.starts_with("error: ")).collect();
+    assert_eq!(errors.len(), 1, "{text}");
+    assert!(errors[0].contains("microservice-operator crd | kubectl apply -f -"), "{text}");
+    assert!(!text.contains("panicked"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_selector_is_refused_at_start() {
+    let h = Harness::start(ControllerConfig::default()).await;
+    let kubeconfig = scratch("selector").join("kubeconfig");
+    h.sim.write_kubeconfig(&kubeconfig).unwrap();
+    let out = output(&["run", "--kubeconfig", kubeconfig.to_str().unwrap(), "--selector", "tier in (web"]);
+    assert_eq!(out.status.code(), Some(2));
+    let text = stderr(&out);
+    let errors: Vec<&str> = text.lines().filter(|l| l.starts_with("error: ")).collect();
+    assert_eq!(errors.len(), 1, "{text}");
+    assert!(errors[0].contains("--selector `tier in (web` is not a valid label selector"), "{text}");
+}

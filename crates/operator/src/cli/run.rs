@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use kube::api::ListParams;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::watcher;
 use kube::{Api, Client};
@@ -133,6 +134,17 @@ pub enum RunError {
         "cannot reach the Kubernetes API server at {url}: {reason}; check --kubeconfig/--context and that the cluster is up"
     )]
     Unreachable { url: String, reason: String },
+    #[error(
+        "the Microservice CRD (microservices.platform.example.com) is not installed in the cluster; install it with \
+         `microservice-operator crd | kubectl apply -f -`"
+    )]
+    NoCrd,
+    #[error("--selector `{selector}` is not a valid label selector: {reason}")]
+    Selector { selector: String, reason: String },
+    #[error("cannot list Microservices {scope}: {reason}; check the operator's RBAC")]
+    Forbidden { scope: String, reason: String },
+    #[error("cannot list Microservices {scope}: {reason}")]
+    List { scope: String, reason: String },
     #[error("cannot install the signal handlers: {0}")]
     Signals(std::io::Error),
     #[error(transparent)]
@@ -153,7 +165,8 @@ impl RunError {
             RunError::Settings(_)
             | RunError::Telemetry(_)
             | RunError::KubeconfigFile { .. }
-            | RunError::Kubeconfig(_) => ExitCode::from(2),
+            | RunError::Kubeconfig(_)
+            | RunError::Selector { .. } => ExitCode::from(2),
             _ => ExitCode::FAILURE,
         }
     }
@@ -192,6 +205,7 @@ async fn run_operator(args: RunArgs) -> Result<(), RunError> {
     // own error logs around it.
     let telemetry = telemetry::init(settings.log_format, log_filter)?;
     info!(api_server = %url, version = %version.git_version, "connected to the Kubernetes API server");
+    can_list(&client, &settings).await?;
 
     let metrics = Arc::new(Metrics::new());
     metrics.set_max_concurrent_reconciles(settings.config.concurrency);
@@ -292,6 +306,36 @@ async fn kube_config(args: &RunArgs) -> Result<kube::Config, RunError> {
             kube::Config::from_kubeconfig(&options).await.map_err(|e| RunError::Kubeconfig(e.to_string()))
         }
         (None, None) => kube::Config::infer().await.map_err(|e| RunError::Kubeconfig(e.to_string())),
+    }
+}
+
+/// One list of at most one Microservice, as the controller's watch will ask: a missing CRD, a malformed selector or
+/// missing RBAC is then one error line at start instead of a watch retrying forever.
+async fn can_list(client: &Client, settings: &Settings) -> Result<(), RunError> {
+    let namespace = settings.config.namespace.as_deref();
+    let scope = namespace.map_or_else(|| "in all namespaces".to_string(), |ns| format!("in namespace {ns}"));
+    let mut params = ListParams::default().limit(1);
+    if let Some(selector) = &settings.config.selector {
+        params = params.labels(selector);
+    }
+    let listed =
+        match tokio::time::timeout(REACHABILITY_TIMEOUT, scoped_api(client, namespace).list_metadata(&params)).await {
+            Ok(listed) => listed,
+            Err(_) => return Err(RunError::List { scope, reason: format!("no answer in {REACHABILITY_TIMEOUT:?}") }),
+        };
+    match listed {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Err(RunError::NoCrd),
+        Err(kube::Error::Api(status)) if status.code == 400 && settings.config.selector.is_some() => {
+            Err(RunError::Selector {
+                selector: settings.config.selector.clone().unwrap_or_default(),
+                reason: status.message,
+            })
+        }
+        Err(kube::Error::Api(status)) if status.code == 401 || status.code == 403 => {
+            Err(RunError::Forbidden { scope, reason: status.message })
+        }
+        Err(e) => Err(RunError::List { scope, reason: e.to_string() }),
     }
 }
 
