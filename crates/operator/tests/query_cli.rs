@@ -280,3 +280,22 @@ async fn all_namespaces_lists_every_namespace_with_its_name() {
     assert!(rows[0].contains("Unknown"), "{table}");
     assert!(table.contains("why:  NotObserved"), "{table}");
 }
+
+#[tokio::test]
+async fn a_demo_step_that_cannot_finish_names_the_step_and_why() {
+    let dir = TempDir::new("demo-fail");
+    // Pods take far longer than a step may: step 1 cannot reach Ready.
+    let args = DemoArgs {
+        pod_ready_delay: Duration::from_secs(600),
+        step_timeout: Duration::from_secs(2),
+        dir: dir.0.clone(),
+        ..DemoArgs::default()
+    };
+    let err = demo::execute(args.clone()).await.unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, demo::DemoError::Step { step: 1, .. }), "{text}");
+    assert!(text.starts_with("step 1/5 (create the sample Microservice"), "{text}");
+    assert!(text.contains("timed out after 2.00s waiting for todo-api to be Ready for generation 1"), "{text}");
+    assert!(text.contains("last seen: todo-api: Progressing"), "{text}");
+    assert_eq!(demo::run(args).await, ExitCode::FAILURE);
+}
