@@ -119,6 +119,22 @@ impl ApiError {
         Self::new(403, "Forbidden", message)
     }
 
+    /// `deployments.apps "web" is forbidden: why` (`deployments.apps is forbidden: why` for no name).
+    pub fn forbidden_object(plural: &str, group: &str, name: &str, why: &str) -> Self {
+        let qualified = qualified_resource(plural, group);
+        let message = if name.is_empty() {
+            format!("{qualified} is forbidden: {why}")
+        } else {
+            format!("{qualified} \"{name}\" is forbidden: {why}")
+        };
+        let mut e = Self::new(403, "Forbidden", message);
+        // Upstream's details omit an empty name or group.
+        e.details.name = Some(name.to_string()).filter(|n| !n.is_empty());
+        e.details.group = Some(group.to_string()).filter(|g| !g.is_empty());
+        e.details.kind = Some(plural.to_string());
+        e
+    }
+
     pub fn method_not_allowed() -> Self {
         Self::new(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
     }

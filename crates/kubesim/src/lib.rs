@@ -13,7 +13,9 @@
 //! - [`patch`]: merge, JSON, strategic merge patches and server-side apply with managedFields.
 //! - [`controllers`]: the simulated controller-manager (Deployments, ReplicaSets, Pods, garbage collection).
 //! - [`faults`]: seeded fault injection.
+//! - [`auth`], [`rbac`]: bearer-token authentication and the RBAC authorizer (enforced when asked).
 
+pub mod auth;
 pub mod builtin;
 pub mod cluster;
 pub mod controllers;
@@ -25,6 +27,7 @@ pub mod jsonpath;
 pub mod openapi;
 pub mod patch;
 pub mod protobuf;
+pub mod rbac;
 pub mod resources;
 pub mod schema;
 pub mod selector;

@@ -33,6 +33,10 @@ enum Command {
         /// The bearer token clients must present.
         #[arg(long, default_value = "kubesim-token")]
         token: String,
+        /// Enforce RBAC (the kubeconfig's token stays system:admin in system:masters); ServiceAccount tokens
+        /// come from `kubectl create token NAME -n NAMESPACE`.
+        #[arg(long)]
+        rbac: bool,
     },
 }
 
@@ -44,7 +48,7 @@ async fn main() -> anyhow::Result<()> {
         .init();
     let cli = Cli::parse();
     match cli.command {
-        Command::Serve { port, kubeconfig, ready_delay_ms, faults, token } => {
+        Command::Serve { port, kubeconfig, ready_delay_ms, faults, token, rbac } => {
             let fault_config = match faults {
                 Some(path) => {
                     let text = std::fs::read_to_string(&path)
@@ -57,6 +61,7 @@ async fn main() -> anyhow::Result<()> {
             let sim = Sim::builder()
                 .port(port)
                 .token(token)
+                .rbac(rbac)
                 .faults(fault_config)
                 .ready_delay(Duration::from_millis(ready_delay_ms))
                 .start()

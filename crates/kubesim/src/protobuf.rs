@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 
 use k8s_pb::api::apps::v1 as apps;
+use k8s_pb::api::authentication::v1 as authn;
 use k8s_pb::api::authorization::v1 as authz;
 use k8s_pb::api::core::v1 as core;
 use k8s_pb::api::rbac::v1 as rbac;
@@ -61,6 +62,38 @@ pub fn decode_body(body: &[u8]) -> ApiResult<Value> {
         ("apps/v1", "Deployment") => deployment(&apps::Deployment::decode(raw).map_err(malformed)?),
         ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => {
             self_subject_access_review(&authz::SelfSubjectAccessReview::decode(raw).map_err(malformed)?)
+        }
+        ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => {
+            let r = authz::SelfSubjectRulesReview::decode(raw).map_err(malformed)?;
+            Obj::new()
+                .msg("metadata", &r.metadata, object_meta)
+                .msg("spec", &r.spec, |s| Obj::new().str("namespace", &s.namespace).done())
+                .done()
+        }
+        // `kubectl auth whoami`: the body carries nothing the server reads.
+        ("authentication.k8s.io/v1", "SelfSubjectReview") => {
+            let r = authn::SelfSubjectReview::decode(raw).map_err(malformed)?;
+            Obj::new().msg("metadata", &r.metadata, object_meta).done()
+        }
+        ("authentication.k8s.io/v1", "TokenRequest") => {
+            let r = authn::TokenRequest::decode(raw).map_err(malformed)?;
+            Obj::new()
+                .msg("metadata", &r.metadata, object_meta)
+                .msg("spec", &r.spec, |s| {
+                    Obj::new()
+                        .strs("audiences", &s.audiences)
+                        .int("expirationSeconds", &s.expiration_seconds)
+                        .msg("boundObjectRef", &s.bound_object_ref, |b| {
+                            Obj::new()
+                                .str("kind", &b.kind)
+                                .str("apiVersion", &b.api_version)
+                                .str("name", &b.name)
+                                .str("uid", &b.u_id)
+                                .done()
+                        })
+                        .done()
+                })
+                .done()
         }
         ("rbac.authorization.k8s.io/v1", "Role") => {
             let r = rbac::Role::decode(raw).map_err(malformed)?;

@@ -142,6 +142,27 @@ pub fn builtin_types() -> Vec<ResourceType> {
             true,
         ),
         builtin("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", true, &[], &[], false),
+        builtin("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", false, &[], &[], false),
+        builtin(
+            "authorization.k8s.io",
+            "v1",
+            "SelfSubjectAccessReview",
+            "selfsubjectaccessreviews",
+            false,
+            &[],
+            &[],
+            false,
+        ),
+        builtin(
+            "authorization.k8s.io",
+            "v1",
+            "SelfSubjectRulesReview",
+            "selfsubjectrulesreviews",
+            false,
+            &[],
+            &[],
+            false,
+        ),
     ];
     for t in &mut types {
         // Deployments and ReplicaSets have a scale subresource (kubectl scale uses it).
@@ -151,6 +172,10 @@ pub fn builtin_types() -> Vec<ResourceType> {
                 status_replicas_path: ".status.replicas".into(),
                 label_selector_path: Some(".status.selector".into()),
             });
+        }
+        // Reviews are questions, not objects: create is all they serve.
+        if t.group == "authorization.k8s.io" || t.group == "authentication.k8s.io" {
+            t.verbs = vec!["create".into()];
         }
         // Namespaces cannot be patched into existence by apply in one call and have no deletecollection.
         if t.plural == "namespaces" {

@@ -10,6 +10,7 @@ use crate::controllers::{self, ControllerConfig, Controllers};
 use crate::faults::{FaultConfig, FaultInjector};
 use base64::Engine as _;
 
+use crate::auth::Tokens;
 use crate::http::tls::Tls;
 use crate::http::{self, AppState, RequestCounts};
 use crate::store::HistoryLimits;
@@ -36,6 +37,7 @@ pub struct SimBuilder {
     ready_delay: Duration,
     run_controllers: bool,
     history: HistoryLimits,
+    rbac: bool,
 }
 
 impl Default for SimBuilder {
@@ -48,6 +50,7 @@ impl Default for SimBuilder {
             ready_delay: Duration::ZERO,
             run_controllers: true,
             history: HistoryLimits::default(),
+            rbac: false,
         }
     }
 }
@@ -87,6 +90,14 @@ impl SimBuilder {
         self
     }
 
+    /// Enforce RBAC: requests are allowed only as Roles, ClusterRoles and their bindings say (the admin token
+    /// is `system:admin` in `system:masters` and may do everything; no token is `system:anonymous`). Off by
+    /// default: then every authenticated request is allowed.
+    pub fn rbac(mut self, enforce: bool) -> Self {
+        self.rbac = enforce;
+        self
+    }
+
     /// /readyz fails for this long after start.
     pub fn ready_delay(mut self, delay: Duration) -> Self {
         self.ready_delay = delay;
@@ -104,6 +115,8 @@ impl SimBuilder {
         let mut state = AppState::new(cluster.clone(), faults.clone(), Some(self.token.clone()));
         state.address = addr.to_string().into();
         state.ready_at = Instant::now() + self.ready_delay;
+        state.rbac = self.rbac;
+        let tokens = state.tokens.clone();
         let counters = state.counters.clone();
         let tls = Tls::generate()?;
         let ca_pem = tls.ca_pem.clone();
@@ -132,6 +145,7 @@ impl SimBuilder {
             client,
             kubeconfig,
             ca_pem,
+            tokens,
             stop: Some(stop_tx),
             server,
             _controllers: controllers,
@@ -166,6 +180,7 @@ pub struct Sim {
     client: kube::Client,
     kubeconfig: String,
     ca_pem: String,
+    tokens: Tokens,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     server: tokio::task::JoinHandle<()>,
     _controllers: Option<Controllers>,
@@ -212,6 +227,23 @@ impl Sim {
     /// A kube client over https, authenticated with the emulator's token.
     pub fn client(&self) -> kube::Client {
         self.client.clone()
+    }
+
+    /// A bearer token for the ServiceAccount NAMESPACE/NAME (`system:serviceaccount:NAMESPACE:NAME`, groups
+    /// `system:serviceaccounts`, `system:serviceaccounts:NAMESPACE`, `system:authenticated`). It authenticates
+    /// while that ServiceAccount exists; create it (and its bindings) before using the token.
+    pub fn service_account_token(&self, namespace: &str, name: &str) -> String {
+        self.tokens.issue(&self.cluster, namespace, name)
+    }
+
+    /// A kubeconfig like [`Sim::kubeconfig_yaml`] whose user presents `token` (e.g. a ServiceAccount's).
+    pub fn kubeconfig_yaml_for_token(&self, token: &str) -> String {
+        kubeconfig_yaml_tls(&self.https_url(), &self.ca_pem, token)
+    }
+
+    /// A kube client (https) that presents `token`, e.g. [`Sim::service_account_token`]'s.
+    pub async fn client_with_token(&self, token: &str) -> Result<kube::Client, SimError> {
+        client_for(&self.kubeconfig_yaml_for_token(token)).await
     }
 
     pub fn cluster(&self) -> &Cluster {

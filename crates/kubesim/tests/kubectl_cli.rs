@@ -54,6 +54,20 @@ impl Kubectl {
         Some(Kubectl { dir, kubeconfig })
     }
 
+    /// A kubectl with this kubeconfig (e.g. a ServiceAccount's token); kubectl must exist.
+    fn with_kubeconfig(yaml: &str) -> Kubectl {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "kubesim-kubectl-token-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let kubeconfig = dir.join("kubeconfig");
+        std::fs::write(&kubeconfig, yaml).unwrap();
+        Kubectl { dir, kubeconfig }
+    }
+
     fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(KUBECTL);
         cmd.arg("--kubeconfig")
@@ -249,12 +263,71 @@ async fn everyday_create_commands_send_protobuf_and_work() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "the emulator does not serve authorization.k8s.io selfsubjectaccessreviews yet (404)"]
 async fn auth_can_i_answers() {
     let sim = start().await;
     let Some(k) = Kubectl::new(&sim) else { return };
     let out = k.run(&["auth", "can-i", "get", "pods"]).await;
     assert_eq!(out.stdout.trim(), "yes", "stderr: {}", out.stderr);
+    let who = k.ok(&["auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"]).await;
+    assert_eq!(who, "system:admin");
+}
+
+const OPERATOR_RBAC: &str = r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: todo}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: op, namespace: todo}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: op, namespace: todo}
+rules:
+- {apiGroups: [apps], resources: [deployments], verbs: [get, list, watch, patch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: op, namespace: todo}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: op}
+subjects:
+- {kind: ServiceAccount, name: op, namespace: todo}
+"#;
+
+/// `kubesim serve --rbac` as a user meets it: the admin applies RBAC, mints a token with `kubectl create
+/// token`, and kubectl with that token is held to the Role.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rbac_holds_a_service_account_to_its_role() {
+    let sim = Sim::builder().rbac(true).start().await.unwrap();
+    let Some(admin) = Kubectl::new(&sim) else { return };
+    admin.ok_stdin(&["apply", "-f", "-"], OPERATOR_RBAC).await;
+    let token = admin.ok(&["create", "token", "op", "-n", "todo"]).await;
+    let op = Kubectl::with_kubeconfig(&sim.kubeconfig_yaml_for_token(token.trim()));
+
+    let can = |verb: &'static str, what: &'static str| {
+        let op = &op;
+        async move { op.run(&["auth", "can-i", verb, what, "-n", "todo"]).await.stdout.trim().to_string() }
+    };
+    assert_eq!(can("patch", "deployments").await, "yes");
+    assert_eq!(can("delete", "deployments").await, "no");
+    assert_eq!(can("get", "secrets").await, "no");
+    let who = op.ok(&["auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"]).await;
+    assert_eq!(who, "system:serviceaccount:todo:op");
+
+    op.ok(&["get", "deployments", "-n", "todo"]).await;
+    let denied = op.run(&["get", "deployments", "-n", "default"]).await;
+    assert!(!denied.success);
+    assert!(
+        denied.stderr.contains(
+            "Error from server (Forbidden): deployments.apps is forbidden: User \"system:serviceaccount:todo:op\" cannot list resource \"deployments\" in API group \"apps\" in the namespace \"default\""
+        ),
+        "{}",
+        denied.stderr
+    );
+    let create = op.run(&["create", "configmap", "x", "-n", "todo"]).await;
+    assert!(create.stderr.contains("cannot create resource \"configmaps\""), "{}", create.stderr);
+    assert!(sim.requests().code(403) >= 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -527,6 +600,13 @@ async fn project_crd_and_sample() {
     k.ok(&["create", "namespace", "todo"]).await;
     let out = k.ok(&["apply", "-f", sample.to_str().unwrap()]).await;
     assert_eq!(out.trim(), "microservice.platform.example.com/todo-api created");
+    // A status as the operator writes it, so every printer column has a value to show.
+    let status = r#"{"status": {"phase": "Ready", "replicasSummary": "2/2", "conditions": [{"type": "Ready", "status": "True", "reason": "RolledOut", "message": "all replicas ready", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}"#;
+    k.ok(&["patch", "ms", "todo-api", "-n", "todo", "--subresource=status", "--type=merge", "-p", status]).await;
+    let table = k.ok(&["get", "ms", "-n", "todo"]).await;
+    assert_eq!(header(&table), ["NAME", "READY", "PHASE", "IMAGE", "REPLICAS", "AGE"]);
+    let cells = row(&table, "todo-api").unwrap();
+    assert_eq!(cells[..5], ["todo-api", "True", "Ready", "ghcr.io/example/todo-api:1.4.2", "2/2"], "{table}");
     let table = k.ok(&["get", "ms", "-A"]).await;
     assert_eq!(header(&table), ["NAMESPACE", "NAME", "READY", "PHASE", "IMAGE", "REPLICAS", "AGE"]);
     let wide = k.ok(&["get", "ms", "-A", "-o", "wide"]).await;

@@ -2,6 +2,7 @@
 //! [`crate::cluster::Cluster`], negotiates content, counts every request and applies injected faults.
 
 pub mod counting;
+mod identity;
 pub mod negotiate;
 mod output;
 mod resource;
@@ -18,6 +19,7 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::Response;
 use serde_json::Value;
 
+use crate::auth::{Authn, Tokens, UserInfo};
 use crate::cluster::Cluster;
 use crate::error::ApiError;
 use crate::faults::{FaultConfig, FaultInjector};
@@ -30,8 +32,10 @@ pub struct AppState {
     pub cluster: Cluster,
     pub faults: FaultInjector,
     pub counters: Counters,
-    /// The bearer token clients must present (None: no authentication).
-    pub token: Option<Arc<str>>,
+    /// The tokens that authenticate: the admin's and those issued to ServiceAccounts.
+    pub tokens: Tokens,
+    /// Whether RBAC decides (otherwise every authenticated request is allowed).
+    pub rbac: bool,
     /// `host:port` the server listens on (for /api's serverAddressByClientCIDRs).
     pub address: Arc<str>,
     /// /readyz fails until then (`kubesim serve --ready-delay-ms`).
@@ -44,7 +48,8 @@ impl AppState {
             cluster,
             faults,
             counters: Counters::default(),
-            token: token.map(Arc::from),
+            tokens: Tokens::new(token),
+            rbac: false,
             address: Arc::from("127.0.0.1:0"),
             ready_at: Instant::now(),
         }
@@ -147,33 +152,37 @@ fn text_response(code: u16, text: String) -> Response {
     r
 }
 
-fn authorized(state: &AppState, headers: &HeaderMap) -> bool {
-    let Some(token) = &state.token else { return true };
-    headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|t| t.trim() == token.as_ref())
-}
-
 fn unauthorized() -> ApiError {
     ApiError::new(401, "Unauthorized", "Unauthorized")
 }
 
 async fn handle(State(state): State<AppState>, req: Request) -> Response {
     let route = route::parse(req.uri().path());
-    // Probes and /version are open to anonymous clients on a real server too.
-    let open = matches!(route, Route::Health | Route::Version);
-    if !open && !authorized(&state, req.headers()) {
+    let authorization = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let user = match state.tokens.authenticate(&state.cluster, authorization) {
+        Authn::User(user) => Some(user),
+        // Anonymous requests are RBAC's to judge; without RBAC only probes and /version are open to them.
+        Authn::Anonymous if state.rbac || matches!(route, Route::Health | Route::Version) => {
+            Some(UserInfo::anonymous())
+        }
+        Authn::Anonymous | Authn::Invalid => None,
+    };
+    let Some(user) = user else {
         state.counters.record("", "", 401);
         return error_response(&unauthorized());
-    }
+    };
     match route {
-        Route::Resource(path) => resource::handle(&state, path, req).await,
+        Route::Resource(path) => resource::handle(&state, &user, path, req).await,
         other => {
             let method = req.method().clone();
             let verb = if method == Method::GET { "get" } else { method.as_str() }.to_lowercase();
-            let response = non_resource(&state, other, req).await;
+            let attrs = crate::rbac::Attributes::NonResource { verb: verb.clone(), path: req.uri().path().to_string() };
+            let decision = identity::authorize(&state, &user, &attrs);
+            let response = if decision.allowed {
+                non_resource(&state, other, req).await
+            } else {
+                error_response(&crate::rbac::forbidden(&user, &attrs, &decision.reason))
+            };
             state.counters.record(&verb, "", response.status().as_u16());
             response
         }

@@ -13,13 +13,15 @@ use serde_json::{Value, json};
 
 use super::negotiate::{self, Output};
 use super::route::ResourcePath;
-use super::{AppState, DEFAULT_WATCH_TIMEOUT, error_response, json_response, output};
+use super::{AppState, DEFAULT_WATCH_TIMEOUT, error_response, identity, json_response, output};
+use crate::auth::UserInfo;
 use crate::cluster::{
     DeleteOptions, DeleteOutcome, FieldValidation, ListOptions, PropagationPolicy, Subresource, WatchEvent, WatchItem,
     WatchOptions, WriteOptions, WriteOutcome,
 };
 use crate::error::{ApiError, ApiResult};
 use crate::faults::FaultDecision;
+use crate::rbac::Attributes;
 use crate::resources::ResourceRef;
 
 struct Params(Vec<(String, String)>);
@@ -47,6 +49,8 @@ fn verb_of(method: &Method, path: &ResourcePath, q: &Params) -> Option<&'static 
         ("GET", false) => "list",
         ("GET", true) => "get",
         ("POST", false) => "create",
+        // Subresources created on an object: serviceaccounts/NAME/token.
+        ("POST", true) if path.subresource.is_some() => "create",
         ("PUT", true) => "update",
         ("PATCH", true) => "patch",
         ("DELETE", true) => "delete",
@@ -55,7 +59,33 @@ fn verb_of(method: &Method, path: &ResourcePath, q: &Params) -> Option<&'static 
     })
 }
 
-pub async fn handle(state: &AppState, path: ResourcePath, req: Request) -> Response {
+/// What the authorizer is asked for this request (upstream's RequestInfo): lists and watches limited to one
+/// `metadata.name` by field selector name that object, so resourceNames rules can allow them.
+fn attributes(verb: &str, path: &ResourcePath, q: &Params) -> Attributes {
+    let mut name = path.name.clone().unwrap_or_default();
+    if name.is_empty() && matches!(verb, "list" | "watch") {
+        name = q.get("fieldSelector").and_then(exact_name).unwrap_or_default();
+    }
+    Attributes::Resource {
+        verb: verb.to_string(),
+        group: path.group.clone(),
+        resource: path.plural.clone(),
+        subresource: path.subresource.clone().unwrap_or_default(),
+        namespace: path.namespace.clone().unwrap_or_default(),
+        name,
+    }
+}
+
+/// `metadata.name=X` (or `==`) among a field selector's terms.
+fn exact_name(selector: &str) -> Option<String> {
+    selector.split(',').find_map(|term| {
+        let value = term.trim().strip_prefix("metadata.name")?;
+        let value = value.strip_prefix("==").or_else(|| value.strip_prefix('='))?;
+        (!value.is_empty() && crate::builtin::names::path_segment_errors(value).is_empty()).then(|| value.to_string())
+    })
+}
+
+pub async fn handle(state: &AppState, user: &UserInfo, path: ResourcePath, req: Request) -> Response {
     let q = Params::from_uri(req.uri());
     let resource_label = match &path.subresource {
         Some(s) => format!("{}/{s}", path.plural),
@@ -65,6 +95,12 @@ pub async fn handle(state: &AppState, path: ResourcePath, req: Request) -> Respo
         state.counters.record(&req.method().as_str().to_lowercase(), &resource_label, 405);
         return error_response(&ApiError::method_not_allowed());
     };
+    let attrs = attributes(verb, &path, &q);
+    let allowed = identity::authorize(state, user, &attrs);
+    if !allowed.allowed {
+        state.counters.record(verb, &resource_label, 403);
+        return error_response(&crate::rbac::forbidden(user, &attrs, &allowed.reason));
+    }
     state.faults.wait_unpaused().await;
     let (delay, decision) = state.faults.decide(verb, &resource_label);
     if !delay.is_zero() {
@@ -72,7 +108,7 @@ pub async fn handle(state: &AppState, path: ResourcePath, req: Request) -> Respo
     }
     let response = match decision {
         Some(FaultDecision::Fail(e)) => error_response(&e),
-        None => match serve(state, verb, &path, &resource_label, q, req).await {
+        None => match serve(state, user, verb, &path, &resource_label, q, req).await {
             Ok(r) => r,
             Err(e) => error_response(&e),
         },
@@ -92,6 +128,7 @@ fn resolve(state: &AppState, path: &ResourcePath) -> ApiResult<ResourceRef> {
         Some("status") if rt.subresources.status => {}
         Some("scale") if rt.subresources.scale.is_some() => {}
         Some("finalize") if rt.group.is_empty() && rt.plural == "namespaces" => {}
+        Some("token") if rt.group.is_empty() && rt.plural == "serviceaccounts" => {}
         Some(_) => return Err(ApiError::path_not_found()),
     }
     Ok(rt)
@@ -183,8 +220,10 @@ fn write_response(rt: &ResourceRef, out: WriteOutcome, created_code: u16, fmt: O
     with_warnings(json_response(code, &output::object(rt, out.object, fmt)), &out.warnings)
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn serve(
     state: &AppState,
+    user: &UserInfo,
     verb: &str,
     path: &ResourcePath,
     resource_label: &str,
@@ -192,6 +231,9 @@ async fn serve(
     req: Request,
 ) -> ApiResult<Response> {
     let rt = resolve(state, path)?;
+    if path.subresource.is_none() && !rt.verbs.iter().any(|v| v == verb) {
+        return Err(ApiError::method_not_allowed());
+    }
     let cluster = &state.cluster;
     let ns = path.namespace.as_deref();
     let name = path.name.as_deref().unwrap_or_default();
@@ -220,6 +262,9 @@ async fn serve(
             let ct = header_str(req.headers(), header::CONTENT_TYPE).map(String::from);
             let (headers, body) = read_body(req).await?;
             let obj = negotiate::decode_object(ct.as_deref(), &body, &rt)?;
+            if let Some(answer) = identity_create(state, user, &rt, path, &obj)? {
+                return Ok(json_response(201, &answer));
+            }
             let opts = write_options(&q, &headers, false)?;
             let out = cluster.create(&rt, ns, obj, &opts)?;
             Ok(write_response(&rt, out, 201, fmt))
@@ -251,6 +296,21 @@ async fn serve(
             let patch = negotiate::decode_patch(ct.as_deref(), &body, &rt)?;
             let apply = matches!(patch, crate::cluster::PatchBody::Apply(_));
             let opts = write_options(&q, &headers, apply)?;
+            // An apply that creates the object needs create permission too, as upstream checks it.
+            if apply && state.rbac && subresource(path) == Subresource::Main && cluster.get(&rt, ns, name).is_err() {
+                let create = Attributes::Resource {
+                    verb: "create".into(),
+                    group: rt.group.clone(),
+                    resource: rt.plural.clone(),
+                    subresource: String::new(),
+                    namespace: ns.unwrap_or_default().to_string(),
+                    name: name.to_string(),
+                };
+                let decision = identity::authorize(state, user, &create);
+                if !decision.allowed {
+                    return Err(crate::rbac::forbidden(user, &create, &decision.reason));
+                }
+            }
             let out = cluster.patch(&rt, ns, name, patch, subresource(path), &opts)?;
             Ok(write_response(&rt, out, 201, fmt))
         }
@@ -280,6 +340,30 @@ async fn serve(
         }
         _ => Err(ApiError::method_not_allowed()),
     }
+}
+
+/// Creates that store nothing: access and rules reviews, SelfSubjectReview, TokenRequest.
+fn identity_create(
+    state: &AppState,
+    user: &UserInfo,
+    rt: &ResourceRef,
+    path: &ResourcePath,
+    body: &Value,
+) -> ApiResult<Option<Value>> {
+    Ok(match (rt.group.as_str(), rt.plural.as_str(), path.subresource.as_deref()) {
+        ("authorization.k8s.io", "selfsubjectaccessreviews", None) => {
+            Some(identity::self_subject_access_review(state, user, body)?)
+        }
+        ("authorization.k8s.io", "selfsubjectrulesreviews", None) => {
+            Some(identity::self_subject_rules_review(state, user, body)?)
+        }
+        ("authentication.k8s.io", "selfsubjectreviews", None) => Some(identity::self_subject_review(user)),
+        ("", "serviceaccounts", Some("token")) => {
+            let (ns, name) = (path.namespace.as_deref().unwrap_or_default(), path.name.as_deref().unwrap_or_default());
+            Some(identity::token_request(state, ns, name, body)?)
+        }
+        _ => None,
+    })
 }
 
 fn success_status(rt: &ResourceRef, obj: &Value) -> Value {
