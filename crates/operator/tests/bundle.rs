@@ -294,6 +294,69 @@ async fn every_object_of_the_bundle_is_accepted_by_the_api_server() {
     }
 }
 
+/// `microservice-operator manifests | kubectl apply -f -`, as the README says, against the emulator.
+async fn kubectl_apply(sim: &Sim, dir: &std::path::Path, bundle: &str) -> Option<String> {
+    use tokio::io::AsyncWriteExt;
+    let kubeconfig = dir.join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig).unwrap();
+    let mut child = match tokio::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .arg("--cache-dir")
+        .arg(dir.join("cache"))
+        .args(["apply", "-f", "-"])
+        .env("HOME", dir)
+        .env_remove("KUBECONFIG")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!("SKIPPED `kubectl apply` of the bundle: kubectl is not on PATH");
+            return None;
+        }
+        Err(e) => panic!("cannot run kubectl: {e}"),
+    };
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(bundle.as_bytes()).await.unwrap();
+    drop(stdin);
+    let out = tokio::time::timeout(DEADLINE, child.wait_with_output()).await.expect("kubectl apply finished").unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "kubectl apply failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    Some(stdout)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_printed_bundle_installs_with_kubectl_apply() {
+    let sim = Sim::builder().start().await.unwrap();
+    let dir = std::env::temp_dir().join(format!("bundle-kubectl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let printed = Command::new(env!("CARGO_BIN_EXE_microservice-operator")).arg("manifests").output().unwrap();
+    let bundle = String::from_utf8(printed.stdout).unwrap();
+    let expected: Vec<String> = objects()
+        .iter()
+        .map(|o| {
+            let kind = o["kind"].as_str().unwrap().to_lowercase();
+            let group =
+                o["apiVersion"].as_str().unwrap().split_once('/').map(|(g, _)| format!(".{g}")).unwrap_or_default();
+            format!("{kind}{group}/{}", o["metadata"]["name"].as_str().unwrap())
+        })
+        .collect();
+
+    let Some(first) = kubectl_apply(&sim, &dir, &bundle).await else { return };
+    let lines: Vec<&str> = first.lines().collect();
+    let created: Vec<String> = expected.iter().map(|e| format!("{e} created")).collect();
+    assert_eq!(lines, created, "every object created, in the bundle's order");
+    // Applying again is a no-op: the server stores what the bundle says.
+    let second = kubectl_apply(&sim, &dir, &bundle).await.unwrap();
+    let unchanged: Vec<String> = expected.iter().map(|e| format!("{e} unchanged")).collect();
+    assert_eq!(second.lines().collect::<Vec<_>>(), unchanged);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn the_comparison_sees_real_differences_and_only_those() {
     use serde_json::json;
