@@ -176,9 +176,8 @@ impl World {
     }
 
     fn snapshot(&self, name: &str) -> Snapshot {
-        let key = |n: &str| ObjectRef::new(n).within(NAMESPACE);
         Snapshot {
-            ms: self.microservices.get(&key(name)),
+            ms: self.microservices.get(&ObjectRef::new(name).within(NAMESPACE)),
             deployment: self.deployments.get(&ObjectRef::new(name).within(NAMESPACE)),
             service: self.services.get(&ObjectRef::new(name).within(NAMESPACE)),
         }

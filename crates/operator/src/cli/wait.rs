@@ -34,6 +34,7 @@ pub enum Condition {
 /// refused (printing why and what to do), 2 on timeout, 3 when the cluster cannot be queried.
 #[derive(clap::Args, Debug, Clone)]
 pub struct WaitArgs {
+    /// The Microservice to wait for (it may not exist yet: it is waited for too).
     pub name: String,
     /// Namespace; default: the kubeconfig context's namespace.
     #[arg(short = 'n', long)]
