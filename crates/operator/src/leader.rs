@@ -1,11 +1,13 @@
 //! Leader election over a coordination.k8s.io Lease with kube-lease-manager: one replica holds the Lease and runs
 //! the controller; the others wait with warm caches. [`Leadership`] publishes "this replica leads" on a watch
-//! channel, mirrors it into the probes and `leader_election_master_status`, and releases the Lease on shutdown so
-//! a standby can take over without waiting for it to expire.
+//! channel, mirrors it into the probes and `leader_election_master_status`, and releases the Lease on shutdown;
+//! standbys look every retry period (2 s) and take a released Lease without waiting for it to expire.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::FutureExt;
+use futures::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::{Api, Client};
 use kube_lease_manager::{LeaseCreateMode, LeaseManager, LeaseManagerBuilder, LeaseManagerError};
@@ -45,8 +47,110 @@ struct Running {
     name: String,
     namespace: String,
     stop: oneshot::Sender<()>,
-    forwarder: JoinHandle<()>,
-    manager: JoinHandle<Result<LeaseManager, LeaseManagerError>>,
+    task: JoinHandle<Result<(), LeaseManagerError>>,
+}
+
+/// The election loop of one replica, driving kube-lease-manager's manual API (`changed`, `release`) so that it can
+/// add controller-runtime's two rules the crate lacks: a leader that cannot confirm its Lease for the renew
+/// deadline steps down, and a standby tries for a released Lease within the retry period instead of waiting for
+/// the old lease to expire.
+struct Campaign {
+    manager: LeaseManager,
+    leases: Api<Lease>,
+    name: String,
+    identity: String,
+    renew_deadline: Duration,
+    sender: watch::Sender<bool>,
+    metrics: Arc<Metrics>,
+    health: Arc<Health>,
+}
+
+impl Campaign {
+    async fn run(self, mut stopped: oneshot::Receiver<()>) -> Result<(), LeaseManagerError> {
+        let manager = &self.manager;
+        // The last time this replica saw itself holding the Lease; `None` while standing by.
+        let mut confirmed: Option<Instant> = None;
+        let mut check = tokio::time::interval(RETRY_PERIOD);
+        check.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut changed: BoxFuture<'_, Result<bool, LeaseManagerError>> = manager.changed().boxed();
+        loop {
+            tokio::select! {
+                _ = &mut stopped => break,
+                result = &mut changed => {
+                    match result {
+                        Ok(true) => {
+                            info!(lease = %self.name, "acquired the Lease; this replica leads");
+                            confirmed = Some(Instant::now());
+                            self.publish(true);
+                        }
+                        Ok(false) => {
+                            self.step_down("lost the Lease to another replica");
+                            break;
+                        }
+                        Err(e) => {
+                            warn!(lease = %self.name, error = %e, "leader election request failed; retrying");
+                            changed = async move {
+                                tokio::time::sleep(RETRY_PERIOD).await;
+                                manager.changed().await
+                            }
+                            .boxed();
+                            continue;
+                        }
+                    }
+                    changed = manager.changed().boxed();
+                }
+                _ = check.tick() => {
+                    let current = self.leases.get_opt(&self.name).await;
+                    match (confirmed, current) {
+                        (Some(_), Ok(Some(lease))) => {
+                            let holder = lease.spec.and_then(|s| s.holder_identity);
+                            if holder.as_deref() == Some(self.identity.as_str()) {
+                                confirmed = Some(Instant::now());
+                            } else {
+                                self.step_down(&format!("the Lease is held by {}", holder.as_deref().unwrap_or("nobody")));
+                                break;
+                            }
+                        }
+                        (Some(_), Ok(None)) => {
+                            self.step_down("the Lease was deleted");
+                            break;
+                        }
+                        (Some(since), Err(e)) => {
+                            if since.elapsed() >= self.renew_deadline {
+                                let seconds = since.elapsed().as_secs();
+                                self.step_down(&format!("could not confirm the Lease for {seconds}s ({e})"));
+                                break;
+                            }
+                        }
+                        (None, Ok(Some(lease))) if lease.spec.as_ref().is_none_or(|s| s.holder_identity.is_none()) => {
+                            // Released by its holder. The manager sleeps until the old expiry; `release` (a no-op
+                            // for a non-holder) re-reads the Lease, and `changed` then takes it.
+                            changed = async move {
+                                let _ = manager.release().await;
+                                manager.changed().await
+                            }
+                            .boxed();
+                        }
+                        (None, _) => {}
+                    }
+                }
+            }
+        }
+        drop(changed);
+        // Clears holderIdentity if this replica still holds the Lease, so a standby takes over at once.
+        manager.release().await
+    }
+
+    fn publish(&self, leads: bool) {
+        self.health.set_leader(Some(leads));
+        self.metrics.set_leader(&self.name, leads);
+        self.sender.send_replace(leads);
+    }
+
+    fn step_down(&self, why: &str) {
+        warn!(lease = %self.name, "{why}; this replica no longer leads");
+        self.publish(false);
+    }
 }
 
 impl Leadership {
@@ -79,86 +183,25 @@ impl Leadership {
             .build()
             .await
             .map_err(|source| LeaderError::Lease { namespace: namespace.clone(), name: name.clone(), source })?;
-        let (mut lease, manager) = manager.watch().await;
         let (sender, receiver) = watch::channel(false);
         health.set_leader(Some(false));
         metrics.set_leader(&name, false);
         info!(lease = %format!("{namespace}/{name}"), identity = %election.identity, "joined the leader election; standing by");
 
-        let (stop, mut stopped) = oneshot::channel::<()>();
-        let lease_name = name.clone();
-        let leases: Api<Lease> = Api::namespaced(client, &namespace);
-        let identity = election.identity.clone();
-        let renew_deadline = election.renew_deadline;
-        let forwarder = tokio::spawn(async move {
-            let step_down = |why: &str| {
-                warn!(lease = %lease_name, "{why}; this replica no longer leads");
-                health.set_leader(Some(false));
-                metrics.set_leader(&lease_name, false);
-                sender.send_replace(false);
-            };
-            let mut leading_since_confirmed: Option<Instant> = None;
-            let mut check = tokio::time::interval(RETRY_PERIOD);
-            check.set_missed_tick_behavior(MissedTickBehavior::Delay);
-            loop {
-                tokio::select! {
-                    _ = &mut stopped => break,
-                    changed = lease.changed() => {
-                        if changed.is_err() {
-                            // The manager task ended (it only does on an unrecoverable error): nobody renews.
-                            step_down("the leader election stopped");
-                            break;
-                        }
-                        let leads = *lease.borrow_and_update();
-                        if leads {
-                            info!(lease = %lease_name, "acquired the Lease; this replica leads");
-                            leading_since_confirmed = Some(Instant::now());
-                            health.set_leader(Some(true));
-                            metrics.set_leader(&lease_name, true);
-                            sender.send_replace(true);
-                        } else {
-                            step_down("lost the Lease to another replica");
-                            break;
-                        }
-                    }
-                    _ = check.tick(), if leading_since_confirmed.is_some() => {
-                        // kube-lease-manager keeps believing it leads while its renewals fail; controller-runtime's
-                        // rule is to stop leading once the Lease could not be confirmed for the renew deadline, so a
-                        // partitioned leader steps down before a standby may take over.
-                        match leases.get_opt(&lease_name).await {
-                            Ok(Some(current)) => {
-                                let holder = current.spec.and_then(|s| s.holder_identity);
-                                if holder.as_deref() == Some(identity.as_str()) {
-                                    leading_since_confirmed = Some(Instant::now());
-                                } else {
-                                    step_down(&format!("the Lease is held by {}", holder.as_deref().unwrap_or("nobody")));
-                                    break;
-                                }
-                            }
-                            Ok(None) => {
-                                step_down("the Lease was deleted");
-                                break;
-                            }
-                            Err(e) => {
-                                let since = leading_since_confirmed.map(|t| t.elapsed()).unwrap_or_default();
-                                if since >= renew_deadline {
-                                    step_down(&format!("could not confirm the Lease for {}s ({e})", since.as_secs()));
-                                    break;
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            // Dropping `lease` here tells the manager task to release the Lease (if still ours) and end.
-        });
-        Ok(Leadership {
-            receiver,
-            _always: None,
-            election: Some(Running { name, namespace, stop, forwarder, manager }),
-        })
+        let (stop, stopped) = oneshot::channel::<()>();
+        let campaign = Campaign {
+            manager,
+            leases: Api::namespaced(client, &namespace),
+            name: name.clone(),
+            identity: election.identity.clone(),
+            renew_deadline: election.renew_deadline,
+            sender,
+            metrics,
+            health,
+        };
+        let task = tokio::spawn(campaign.run(stopped));
+        Ok(Leadership { receiver, _always: None, election: Some(Running { name, namespace, stop, task }) })
     }
-
     /// True while this replica leads; `changed()` wakes on every transition.
     pub fn subscribe(&self) -> watch::Receiver<bool> {
         self.receiver.clone()
@@ -173,11 +216,7 @@ impl Leadership {
         let Some(running) = self.election else { return };
         let _ = running.stop.send(());
         let lease = format!("{}/{}", running.namespace, running.name);
-        let done = async {
-            let _ = running.forwarder.await;
-            running.manager.await
-        };
-        match tokio::time::timeout(within, done).await {
+        match tokio::time::timeout(within, running.task).await {
             Ok(Ok(Ok(_))) => info!(lease = %lease, "left the leader election (the Lease is released if it was ours)"),
             Ok(Ok(Err(e))) => warn!(lease = %lease, error = %e, "could not release the Lease; it expires by itself"),
             Ok(Err(e)) => {

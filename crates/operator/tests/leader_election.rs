@@ -8,6 +8,7 @@ mod operator_process;
 mod harness;
 
 use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::jiff::SignedDuration;
 use kube::api::{Api, Patch, PatchParams};
 use kubesim::controllers::ControllerConfig;
 use kubesim::faults::ErrorRule;
@@ -22,6 +23,10 @@ const WRITES: &str = "microservice_writes_total";
 async fn holder(h: &Harness) -> Option<String> {
     let leases: Api<Lease> = Api::namespaced(h.client.clone(), NS);
     leases.get_opt(LEASE).await.ok().flatten()?.spec?.holder_identity
+}
+
+async fn lease(h: &Harness) -> Lease {
+    Api::<Lease>::namespaced(h.client.clone(), NS).get(LEASE).await.unwrap()
 }
 
 /// Waits until `op` holds the Lease (its identity is its POD_NAME plus a random suffix).
@@ -85,6 +90,13 @@ async fn sigterm_exits_zero_and_releases_the_lease_to_the_standby() {
     h.create("todo-api", IMAGE_V1).await;
     h.wait_ready("todo-api").await;
 
+    let held = lease(&h).await.spec.unwrap();
+    let old_expiry = held
+        .renew_time
+        .unwrap()
+        .0
+        .checked_add(SignedDuration::from_secs(held.lease_duration_seconds.unwrap().into()))
+        .unwrap();
     a.signal("TERM");
     let status = a.exited(DEADLINE).await;
     assert_eq!(status.code(), Some(0), "{}", a.stderr());
@@ -96,6 +108,11 @@ async fn sigterm_exits_zero_and_releases_the_lease_to_the_standby() {
     );
 
     wait_holder(&h, &b).await;
+    let acquired = lease(&h).await.spec.unwrap().acquire_time.unwrap().0;
+    assert!(
+        acquired < old_expiry,
+        "replica-b took the released Lease at {acquired}, not before replica-a's would have expired ({old_expiry})"
+    );
     // The new leader works: a change after the handover converges.
     let patch = json!({"spec": {"image": IMAGE_V2}});
     h.microservices().patch("todo-api", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
