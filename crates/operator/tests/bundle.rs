@@ -180,6 +180,34 @@ fn the_operator_pods_meet_the_restricted_pod_security_standard() {
     assert_eq!(from_field("POD_NAMESPACE"), "metadata.namespace");
 }
 
+/// The Deployment runs the binary's own `run` command with flags it accepts, and the Lease its Role names is the
+/// one `run` elects on by default.
+#[test]
+fn the_deployment_runs_what_the_binary_accepts_on_the_lease_its_role_names() {
+    let objects = objects();
+    let deployment: Deployment = one(&objects, "Deployment", OPERATOR_NS);
+    let args = deployment.spec.unwrap().template.spec.unwrap().containers[0].args.clone().unwrap();
+    // clap parses every argument before acting on --help: an unknown flag or a bad value fails here.
+    let help = Command::new(env!("CARGO_BIN_EXE_microservice-operator")).args(&args).arg("--help").output().unwrap();
+    assert!(help.status.success(), "the binary refuses {args:?}: {}", String::from_utf8_lossy(&help.stderr));
+    let help = String::from_utf8(help.stdout).unwrap();
+    let after_flag = help.split_once("--leader-election-id").map(|(_, rest)| rest).unwrap_or_default();
+    let default = after_flag.split_once("[default: ").and_then(|(_, rest)| rest.split_once(']')).map(|(d, _)| d);
+
+    let role: Role = serde_json::from_value(
+        of_kind(&objects, "Role").into_iter().find(|r| r["metadata"]["namespace"] == OPERATOR_NS).unwrap().clone(),
+    )
+    .unwrap();
+    let named: Vec<String> = role
+        .rules
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| r.resources.as_deref() == Some(&["leases".to_string()][..]))
+        .flat_map(|r| r.resource_names.unwrap_or_default())
+        .collect();
+    assert_eq!(named, [default.unwrap_or("<no default in `run --help`>")], "the Role names the default Lease");
+}
+
 #[test]
 fn the_metrics_service_selects_the_operator_pods() {
     let objects = objects();
