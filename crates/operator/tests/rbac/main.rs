@@ -8,9 +8,11 @@ mod scenarios;
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role};
-use kube::api::Api;
+use kube::api::{Api, PostParams};
+use microservice_operator::crd::{ConditionStatus, ConditionType, Microservice};
 use tokio::sync::Semaphore;
 
 use cluster::{Cluster, IDENTITY, LEASE_NAME, OPERATOR_NS, describe_rule, shipped, without_verb};
@@ -42,12 +44,75 @@ async fn the_shipped_rbac_is_sufficient_for_every_scenario() {
     assert_eq!(holder(leases.get(LEASE_NAME).await.unwrap()).as_deref(), Some(IDENTITY));
     operator.stop().await;
     assert_eq!(holder(leases.get(LEASE_NAME).await.unwrap()), None, "the Lease is released on shutdown");
+    assert_eq!(cluster.sim.requests().resource("secrets"), 0, "the operator never asks for Secrets");
     assert_eq!(
         cluster.forbidden(),
         0,
         "the operator sent a request its RBAC does not allow: {:?}",
         cluster.sim.requests()
     );
+}
+
+/// The binary as the bundle's Deployment runs it (its args, the downward-API variables, the ServiceAccount's
+/// credentials in place of the mounted token) converges the sample with nothing refused: `run`'s own start-up
+/// requests and leader election included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_runs_as_the_deployment_runs_it_with_the_shipped_rbac() {
+    let cluster = Cluster::start(&shipped::<Role>("Role")).await;
+    let dir = std::env::temp_dir().join(format!("rbac-binary-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    let token = cluster.sim.service_account_token(OPERATOR_NS, cluster::SERVICE_ACCOUNT);
+    std::fs::write(&kubeconfig, cluster.sim.kubeconfig_yaml_for_token(&token)).unwrap();
+
+    let deployment: Deployment = shipped("Deployment").remove(0);
+    let container = deployment.spec.unwrap().template.spec.unwrap().containers.remove(0);
+    let pod_name = "microservice-operator-5d8f7c9b4-x2x7q";
+    let mut operator = tokio::process::Command::new(env!("CARGO_BIN_EXE_microservice-operator"))
+        .args(container.args.unwrap_or_default())
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["--metrics-bind-address", "127.0.0.1:0", "--log-format", "text"])
+        .env("POD_NAME", pod_name)
+        .env("POD_NAMESPACE", OPERATOR_NS)
+        .env("RUST_LOG", "warn")
+        .env_remove("KUBECONFIG")
+        .env_remove("WATCH_NAMESPACE")
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/samples/todo-api.yaml");
+    let sample: Microservice = serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let api: Api<Microservice> = Api::namespaced(cluster.admin.clone(), "todo");
+    api.create(&PostParams::default(), &sample).await.unwrap();
+    let started = std::time::Instant::now();
+    loop {
+        let ms = api.get("todo-api").await.unwrap();
+        let status = ms.status.clone().unwrap_or_default();
+        let ready = status.conditions.iter().any(|c| {
+            c.type_ == ConditionType::Ready
+                && c.status == ConditionStatus::True
+                && c.observed_generation == ms.metadata.generation
+        });
+        if ready {
+            break;
+        }
+        if let Ok(Some(exit)) = operator.try_wait() {
+            panic!("the operator exited with {exit} before the sample was Ready; last status: {status:?}");
+        }
+        assert!(started.elapsed() < DEADLINE, "the sample never became Ready; last status: {status:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let leases: Api<Lease> = Api::namespaced(cluster.admin.clone(), OPERATOR_NS);
+    let holder = leases.get(LEASE_NAME).await.unwrap().spec.and_then(|s| s.holder_identity);
+    // controller-runtime's identity shape: the pod name, then a per-process suffix.
+    assert!(holder.as_deref().is_some_and(|h| h.starts_with(pod_name)), "the pod leads under its POD_NAME: {holder:?}");
+    let _ = operator.kill().await;
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(cluster.forbidden(), 0, "a request was refused: {:?}", cluster.sim.requests());
+    assert_eq!(cluster.sim.requests().resource("secrets"), 0, "the operator never asks for Secrets");
 }
 
 /// How a scenario fails without a permission.
