@@ -9,8 +9,10 @@ use std::time::{Duration, Instant};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
 use kube_lease_manager::{LeaseCreateMode, LeaseManager, LeaseManagerBuilder, LeaseManagerError};
+use serde_json::json;
 use thiserror::Error;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
@@ -137,8 +139,41 @@ impl Campaign {
             }
         }
         drop(changed);
-        // Clears holderIdentity if this replica still holds the Lease, so a standby takes over at once.
-        manager.release().await
+        self.release_if_held().await
+    }
+
+    /// Clears holderIdentity so a standby takes over at once, but only while it is still this replica's: the
+    /// crate's `release` trusts its cached view and would clear a Lease another replica has taken since. The JSON
+    /// patch's `test` makes the check and the write one atomic step on the server (422 when the holder changed).
+    async fn release_if_held(&self) -> Result<(), LeaseManagerError> {
+        let Some(lease) = self.leases.get_opt(&self.name).await.map_err(LeaseManagerError::from)? else {
+            return Ok(());
+        };
+        let spec = lease.spec.unwrap_or_default();
+        if spec.holder_identity.as_deref() != Some(self.identity.as_str()) {
+            return Ok(());
+        }
+        let mut ops = vec![
+            json!({"op": "test", "path": "/spec/holderIdentity", "value": self.identity}),
+            json!({"op": "remove", "path": "/spec/holderIdentity"}),
+        ];
+        for (present, field) in [
+            (spec.acquire_time.is_some(), "acquireTime"),
+            (spec.renew_time.is_some(), "renewTime"),
+            (spec.lease_duration_seconds.is_some(), "leaseDurationSeconds"),
+        ] {
+            if present {
+                ops.push(json!({"op": "remove", "path": format!("/spec/{field}")}));
+            }
+        }
+        let patch: json_patch::Patch = serde_json::from_value(serde_json::Value::Array(ops))
+            .map_err(|e| LeaseManagerError::InconsistentState(e.to_string()))?;
+        match self.leases.patch(&self.name, &PatchParams::default(), &Patch::Json::<()>(patch)).await {
+            Ok(_) => Ok(()),
+            // Someone else holds it now: nothing of ours to release.
+            Err(kube::Error::Api(status)) if status.code == 422 || status.code == 409 => Ok(()),
+            Err(e) => Err(LeaseManagerError::from(e)),
+        }
     }
 
     fn publish(&self, leads: bool) {

@@ -38,6 +38,15 @@ async fn wait_holder(h: &Harness, op: &Operator) {
     .await;
 }
 
+/// Waits until `op` itself knows it leads (the Lease alone may name it before its elector heard back).
+async fn wait_leads(h: &Harness, op: &Operator) {
+    wait_holder(h, op).await;
+    eventually(&format!("{} to report that it leads", op.name), || async {
+        (master_status(op).await == 1.0).then_some(())
+    })
+    .await;
+}
+
 async fn wait_ready_endpoint(op: &Operator) {
     eventually(&format!("{}'s /readyz", op.name), || async { (op.get("/readyz").await?.0 == 200).then_some(()) }).await;
 }
@@ -51,7 +60,7 @@ async fn two_replicas(test: &str) -> (Harness, Operator, Operator) {
     let kubeconfig = scratch(test).join("kubeconfig");
     h.sim.write_kubeconfig(&kubeconfig).unwrap();
     let a = Operator::start("replica-a", &kubeconfig, &[]).await;
-    wait_holder(&h, &a).await;
+    wait_leads(&h, &a).await;
     let b = Operator::start("replica-b", &kubeconfig, &[]).await;
     // A standby is ready too: its caches are warm and it knows it does not lead.
     wait_ready_endpoint(&b).await;
@@ -126,7 +135,7 @@ async fn a_leader_that_cannot_renew_its_lease_steps_down_and_exits_1() {
     let kubeconfig = scratch("renew").join("kubeconfig");
     h.sim.write_kubeconfig(&kubeconfig).unwrap();
     let mut a = Operator::start("replica-a", &kubeconfig, &[]).await;
-    wait_holder(&h, &a).await;
+    wait_leads(&h, &a).await;
 
     // Every Lease request fails from now on: the leader can neither renew nor confirm its Lease.
     let mut faults = h.sim.faults().config();
@@ -147,4 +156,23 @@ async fn a_leader_that_cannot_renew_its_lease_steps_down_and_exits_1() {
         "{}",
         a.stderr()
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_whose_lease_was_taken_stops_and_exits_1() {
+    let h = Harness::start(ControllerConfig::default()).await;
+    let kubeconfig = scratch("taken").join("kubeconfig");
+    h.sim.write_kubeconfig(&kubeconfig).unwrap();
+    let mut a = Operator::start("replica-a", &kubeconfig, &[]).await;
+    wait_leads(&h, &a).await;
+
+    // Another elector took the Lease (e.g. after this replica's renewals stalled).
+    let leases: Api<Lease> = Api::namespaced(h.client.clone(), NS);
+    let patch = json!({"spec": {"holderIdentity": "elsewhere_1"}});
+    leases.patch(LEASE, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+
+    let status = a.exited(DEADLINE).await;
+    assert_eq!(status.code(), Some(1), "{}", a.stderr());
+    assert!(a.stderr().contains("the Lease is held by elsewhere_1"), "{}", a.stderr());
+    assert_eq!(holder(&h).await.as_deref(), Some("elsewhere_1"), "a replica that lost the Lease must not clear it");
 }
