@@ -195,7 +195,7 @@ async fn run_operator(args: RunArgs) -> Result<(), RunError> {
     settings.resolve(&kube_config.default_namespace);
     let url = kube_config.cluster_url.to_string();
     let client = Client::try_from(kube_config).map_err(|e| RunError::Kubeconfig(e.to_string()))?;
-    // Cheap and unauthenticated-friendly: fail fast with the address instead of retrying watches forever.
+    // One cheap request: an unreachable server fails the start with its address instead of watches retrying forever.
     let version = match tokio::time::timeout(REACHABILITY_TIMEOUT, client.apiserver_version()).await {
         Ok(Ok(version)) => version,
         Ok(Err(e)) => return Err(RunError::Unreachable { url, reason: e.to_string() }),
