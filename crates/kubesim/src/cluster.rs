@@ -192,7 +192,8 @@ pub(crate) struct Inner {
 impl Inner {
     /// `{"type":..,"object":..}\n` of a change as watchers of `rt` send it unfiltered.
     fn shared_line(&self, rt: &ResourceType, change: &Change) -> bytes::Bytes {
-        let key = (change.resource_version, rt.version.clone());
+        // Two groups may serve one storage (Events): the line depends on the group too.
+        let key = (change.resource_version, rt.api_version());
         if let Some(b) = self.lines.lock().unwrap_or_else(|p| p.into_inner()).lines.get(&key) {
             return b.clone();
         }
@@ -232,7 +233,11 @@ impl Default for Cluster {
 
 /// The object as served through `rt`: stored objects are shared by all versions of a resource.
 pub(crate) fn present(rt: &ResourceType, obj: &Value) -> Value {
-    let mut out = obj.clone();
+    let mut out = if crate::builtin::events::is_events_view(rt) {
+        crate::builtin::events::to_events_v1(obj)
+    } else {
+        obj.clone()
+    };
     if let Some(m) = out.as_object_mut() {
         m.insert("apiVersion".into(), Value::String(rt.api_version()));
         m.insert("kind".into(), Value::String(rt.kind.clone()));
@@ -822,7 +827,15 @@ impl Cluster {
         let mut warnings = Vec::new();
         let manager = opts.field_manager.clone().unwrap_or_else(|| DEFAULT_MANAGER.to_string());
         let manager = if managed_done { None } else { Some(manager.as_str()) };
-        let mutation = self.prepare_update(rt, &cur, new, sub, opts, manager, &now, &mut warnings)?;
+        // Compared and carried over in the shape the request sees (Events have two).
+        let viewed;
+        let cur_seen: &Value = if crate::builtin::events::is_events_view(rt) {
+            viewed = present(rt, &cur);
+            &viewed
+        } else {
+            &cur
+        };
+        let mutation = self.prepare_update(rt, cur_seen, new, sub, opts, manager, &now, &mut warnings)?;
         if opts.dry_run {
             let object = match &mutation {
                 Mutation::Put(v) => present(rt, v),

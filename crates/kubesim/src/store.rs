@@ -26,6 +26,10 @@ pub struct ResourceKey {
 
 impl ResourceKey {
     pub fn of(rt: &crate::resources::ResourceType) -> Self {
+        // events.k8s.io Events are stored as core Events (one resource, two views).
+        if crate::builtin::events::is_events_view(rt) {
+            return ResourceKey { group: String::new(), plural: rt.plural.clone() };
+        }
         ResourceKey { group: rt.group.clone(), plural: rt.plural.clone() }
     }
 }
@@ -247,6 +251,12 @@ impl State {
     /// Applies a mutation decided by the caller. `rt` is the type the write came through (events carry it).
     pub fn commit(&mut self, rt: &ResourceRef, obj_key: ObjectKey, mutation: Mutation) -> Committed {
         let key = ResourceKey::of(rt);
+        let mutation = match mutation {
+            Mutation::Put(v) if crate::builtin::events::is_events_view(rt) => {
+                Mutation::Put(crate::builtin::events::to_core(&v))
+            }
+            other => other,
+        };
         let old = self.get(&key, &obj_key);
         match mutation {
             Mutation::Keep => Committed::Unchanged(old),

@@ -612,3 +612,30 @@ async fn project_crd_and_sample() {
     let wide = k.ok(&["get", "ms", "-A", "-o", "wide"]).await;
     assert!(header(&wide).ends_with(&["AGE", "ROLLED-OUT", "REASON"]), "{wide}");
 }
+
+/// `kubectl get events` (core/v1) shows what kube-rs's Recorder wrote through events.k8s.io/v1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_events_shows_what_the_recorder_wrote() {
+    use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+    let sim = start().await;
+    let Some(k) = Kubectl::new(&sim) else { return };
+    k.ok(&["create", "configmap", "subject"]).await;
+    let cm = kube::Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(sim.client(), "default")
+        .get("subject")
+        .await
+        .unwrap();
+    let recorder = Recorder::new(sim.client(), Reporter { controller: "microservice-operator".into(), instance: None });
+    let event = Event {
+        type_: EventType::Warning,
+        reason: "InvalidSpec".into(),
+        note: Some("spec.port must be between 1 and 65535".into()),
+        action: "Validate".into(),
+        secondary: None,
+    };
+    recorder.publish(&event, &kube::Resource::object_ref(&cm, &())).await.unwrap();
+    let table = k.ok(&["get", "events"]).await;
+    assert_eq!(header(&table), ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"], "{table}");
+    let line = table.lines().find(|l| l.contains("InvalidSpec")).unwrap_or_else(|| panic!("{table}"));
+    assert!(line.contains("Warning") && line.contains("configmap/subject"), "{line}");
+    assert!(line.ends_with("spec.port must be between 1 and 65535"), "{line}");
+}

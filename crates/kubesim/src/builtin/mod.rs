@@ -6,6 +6,7 @@
 //! [`crate::schema`].
 
 mod defaults;
+pub mod events;
 pub mod names;
 mod validate;
 
