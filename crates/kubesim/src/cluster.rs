@@ -704,8 +704,9 @@ impl Cluster {
         Some(compiled)
     }
 
-    /// Defaulting of a write's result, as the type's strategy does it; custom resources are pruned to their
-    /// schema (unknown fields: warnings, or 400 under fieldValidation=Strict) and defaulted from it.
+    /// Defaulting of a write's result, as the type's strategy does it: unknown fields pruned (custom resources
+    /// to their schema, built-ins to their kind; warnings, or 400 under fieldValidation=Strict), custom
+    /// resources defaulted from their schema.
     fn default_object(
         &self,
         rt: &ResourceType,
@@ -713,16 +714,26 @@ impl Cluster {
         opts: &WriteOptions,
         warnings: &mut Vec<String>,
     ) -> ApiResult<()> {
-        if let Some(schema) = self.schema_for(rt) {
-            let pruned = schema.prune(obj);
-            match opts.field_validation {
-                FieldValidation::Strict if !pruned.is_empty() => {
-                    let list: Vec<String> = pruned.iter().map(|p| format!("unknown field \"{p}\"")).collect();
-                    return Err(ApiError::bad_request(format!("strict decoding error: {}", list.join(", "))));
-                }
-                FieldValidation::Warn => warnings.extend(pruned.iter().map(|p| format!("unknown field \"{p}\""))),
-                _ => {}
+        let pruned = match self.schema_for(rt) {
+            Some(schema) => schema.prune(obj),
+            None if rt.origin == Origin::BuiltIn => crate::builtin::prune_unknown(rt, obj),
+            None => Vec::new(),
+        };
+        match opts.field_validation {
+            FieldValidation::Strict if !pruned.is_empty() => {
+                let list: Vec<String> = pruned.iter().map(|p| format!("unknown field \"{p}\"")).collect();
+                let strict = format!("strict decoding error: {}", list.join(", "));
+                // Built-ins fail in their typed decoder, whose error upstream wraps.
+                return Err(ApiError::bad_request(if rt.is_crd() {
+                    strict
+                } else {
+                    format!("{} in version \"{}\" cannot be handled as a {}: {strict}", rt.kind, rt.version, rt.kind)
+                }));
             }
+            FieldValidation::Warn => warnings.extend(pruned.iter().map(|p| format!("unknown field \"{p}\""))),
+            _ => {}
+        }
+        if let Some(schema) = self.schema_for(rt) {
             schema.apply_defaults(obj);
             let unsupported = schema.unsupported_rules();
             if !unsupported.is_empty() {

@@ -522,3 +522,51 @@ async fn kubectl_get_gets_a_table_and_metadata_clients_get_partial_objects() {
     assert!(list["items"][0].get("spec").is_none());
     assert_eq!(list["items"][0]["metadata"]["name"], "web");
 }
+
+#[tokio::test]
+async fn built_in_kinds_prune_unknown_fields_and_strict_validation_rejects_them() {
+    let sim = sim().await;
+    let body = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"strict"},"data":{"a":"1"},"bogus":1}"#;
+    let (code, reply) =
+        raw(&sim, "POST", "/api/v1/namespaces/default/configmaps?fieldValidation=Strict", "application/json", body)
+            .await;
+    assert_eq!(code, 400);
+    assert_eq!(
+        status_of(&reply)["message"],
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"bogus\""
+    );
+    let (code, _) = raw(&sim, "POST", "/api/v1/namespaces/default/configmaps", "application/json", body).await;
+    assert_eq!(code, 201);
+    let stored = Api::<ConfigMap>::namespaced(sim.client(), "default").get("strict").await.unwrap();
+    assert_eq!(stored.data.unwrap()["a"], "1");
+    let raw_stored =
+        sim.cluster().get(&sim.cluster().resolve("", "v1", "configmaps").unwrap(), Some("default"), "strict").unwrap();
+    assert!(raw_stored.get("bogus").is_none(), "pruned: {raw_stored}");
+}
+
+/// x-kubernetes-validations transition rules (oldSelf) see the stored object on updates, not on create.
+#[tokio::test]
+async fn cel_transition_rules_compare_with_the_stored_object() {
+    let sim = sim().await;
+    let mut crd = gadget_crd();
+    let mut value = serde_json::to_value(&crd).unwrap();
+    value["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] =
+        json!([{"rule": "self.size >= oldSelf.size", "message": "size may only grow"}]);
+    crd = serde_json::from_value(value).unwrap();
+    Api::<CustomResourceDefinition>::all(sim.client()).create(&PostParams::default(), &crd).await.unwrap();
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "Gadget");
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(sim.client(), "default", &ApiResource::from_gvk_with_plural(&gvk, "gadgets"));
+    let patch = |size: i64| Patch::Merge(json!({"spec": {"size": size}}));
+    let created: DynamicObject = serde_json::from_value(
+        json!({"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"}, "spec": {"size": 5}}),
+    )
+    .unwrap();
+    api.create(&PostParams::default(), &created).await.unwrap();
+    api.patch("g", &PatchParams::default(), &patch(7)).await.unwrap();
+    let err = api.patch("g", &PatchParams::default(), &patch(3)).await.unwrap_err();
+    let kube::Error::Api(status) = err else { panic!("{err:?}") };
+    assert_eq!(status.code, 422);
+    assert!(status.message.contains("size may only grow"), "{}", status.message);
+    assert_eq!(api.get("g").await.unwrap().data["spec"]["size"], 7);
+}

@@ -639,3 +639,22 @@ async fn get_events_shows_what_the_recorder_wrote() {
     assert!(line.contains("Warning") && line.contains("configmap/subject"), "{line}");
     assert!(line.ends_with("spec.port must be between 1 and 65535"), "{line}");
 }
+
+/// kubectl asks for strict field validation: a typo in a built-in kind is an error, as on a real cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_typo_in_a_built_in_kind_is_rejected() {
+    let sim = start().await;
+    let Some(k) = Kubectl::new(&sim) else { return };
+    let typo = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: typo}\ndata: {a: '1'}\ndtaa: {b: '2'}\n";
+    let out = k.run_with(&["apply", "-f", "-"], Some(typo), &[]).await;
+    assert!(!out.success);
+    assert!(
+        out.stderr.contains("ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"dtaa\""),
+        "{}",
+        out.stderr
+    );
+    let warned = k.run_with(&["apply", "--validate=warn", "-f", "-"], Some(typo), &[]).await;
+    assert!(warned.success, "{}", warned.stderr);
+    assert!(warned.stderr.contains("unknown field \"dtaa\""), "{}", warned.stderr);
+    assert_eq!(k.ok(&["get", "configmap", "typo", "-o", "jsonpath={.data.a}"]).await, "1");
+}

@@ -8,9 +8,12 @@
 mod defaults;
 pub mod events;
 pub mod names;
+mod prune;
 mod validate;
 
 use serde_json::Value;
+
+pub use prune::prune_unknown;
 
 use crate::error::{ApiResult, Cause};
 use crate::resources::{Origin, ResourceType};
