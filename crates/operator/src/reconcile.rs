@@ -35,6 +35,7 @@ pub fn key(ms: &Microservice) -> String {
 
 #[instrument(skip_all, fields(object = %key(&ms), generation = ms.metadata.generation.unwrap_or_default()))]
 pub async fn reconcile(ms: Arc<Microservice>, ctx: Arc<Context>) -> Result<Action> {
+    let _worker = ctx.metrics.worker_started();
     let started = std::time::Instant::now();
     let outcome = match converge(&ms, &ctx).await {
         Ok(()) => {
@@ -165,6 +166,7 @@ where
         let params = PostParams { field_manager: Some(MANAGER.to_string()), ..PostParams::default() };
         let created =
             api.create(&params, &desired).await.map_err(|e| Error::api(format!("create {kind} {name}"), e))?;
+        ctx.metrics.wrote(kind.resource(), "create");
         let (reason, note) = if acted_before {
             ("Repaired", format!("{kind} {name} was missing; recreated it"))
         } else {

@@ -30,7 +30,7 @@ fn instant_pods() -> ControllerConfig {
 async fn a_new_microservice_goes_from_accepted_to_ready_with_the_desired_children() {
     let h = Harness::start(slow_pods()).await;
     let log = h.record_statuses();
-    let _op = h.operator();
+    let op = h.operator();
     h.create("todo-api", IMAGE_V1).await;
 
     let ms = h.wait_ready("todo-api").await;
@@ -63,6 +63,15 @@ async fn a_new_microservice_goes_from_accepted_to_ready_with_the_desired_childre
     seen.dedup_by(|a, b| a.status == b.status);
     let changes = seen.iter().filter(|s| s.status != Default::default()).count() as u64;
     assert_eq!(writes, changes, "status writes vs. distinct statuses seen: {seen:#?}");
+
+    // The operator's own write metrics agree with what the API server received.
+    let metrics = op.metrics.encode();
+    for (resource, verb) in [("deployments", "create"), ("services", "create")] {
+        let line = format!(r#"microservice_writes_total{{resource="{resource}",verb="{verb}"}} 1"#);
+        assert!(metrics.contains(&line), "{line} in:\n{metrics}");
+    }
+    let status_line = format!(r#"microservice_writes_total{{resource="microservices/status",verb="patch"}} {writes}"#);
+    assert!(metrics.contains(&status_line), "{status_line} in:\n{metrics}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
