@@ -1,0 +1,87 @@
+//! `bench`: measures the Microservice operator against the in-process kubesim emulator (pod readiness delay 0, so
+//! the operator is what is measured). The operator runs in a child process (`bench operator`) so its CPU time and
+//! peak RSS are its own. Each scenario prints a table with its targets and writes JSON under `target/bench/`.
+
+mod child;
+mod env;
+mod error;
+mod observe;
+mod operator_mode;
+mod report;
+mod rollout;
+mod scenarios;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::scenarios::RunArgs;
+
+/// Benchmarks of the Microservice operator against the in-process emulator.
+#[derive(Parser)]
+#[command(name = "bench", about, args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    mode: Option<Mode>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Subcommand)]
+enum Mode {
+    /// Run the operator alone against a kubeconfig (the benchmark starts this as its child process).
+    Operator(operator_mode::OperatorArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the tokio runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let outcome = runtime.block_on(async move {
+        match cli.mode {
+            Some(Mode::Operator(args)) => operator_mode::run(args).await,
+            None => scenarios::run(cli.run).await,
+        }
+    });
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenarios::Scenario;
+
+    #[test]
+    fn parses_sizes_and_scenarios() {
+        let cli = Cli::try_parse_from(["bench", "--n", "100,1000", "--scenario", "converge,drift"]).unwrap();
+        assert!(cli.mode.is_none());
+        assert_eq!(cli.run.n, vec![100, 1000]);
+        assert_eq!(cli.run.scenario, vec![Scenario::Converge, Scenario::Drift]);
+    }
+
+    #[test]
+    fn operator_mode_needs_a_kubeconfig() {
+        assert!(Cli::try_parse_from(["bench", "operator"]).is_err());
+        let cli =
+            Cli::try_parse_from(["bench", "operator", "--kubeconfig", "/tmp/k", "--resync-interval", "20"]).unwrap();
+        assert!(matches!(cli.mode, Some(Mode::Operator(_))));
+    }
+}

@@ -1,0 +1,586 @@
+//! The scenarios. Per N: the floor on a fresh emulator first, then converge, restart, steady state, drift repair
+//! and the update wave in that order on one emulator, each starting from the state the previous one left.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, ResourceExt};
+use kubesim::RequestCounts;
+use microservice_operator::contract;
+use microservice_operator::crd::Microservice;
+use microservice_operator::desired::{desired_deployment, desired_service};
+use microservice_operator::profile::PlatformProfile;
+use microservice_operator::status::compute_status;
+use serde_json::{Value, json};
+
+use crate::child::{OperatorProcess, Usage};
+use crate::env::{Env, IMAGE_V2, NAMESPACE, name};
+use crate::error::{BenchError, Result};
+use crate::report::{Report, percentile};
+use crate::rollout::{DeploymentView, Want};
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scenario {
+    Converge,
+    Floor,
+    Restart,
+    Steady,
+    Drift,
+    Update,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// Numbers of Microservices, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [100usize, 1000])]
+    pub n: Vec<usize>,
+    /// Scenarios to report, comma-separated (all when absent). Converge always runs when a later one is chosen:
+    /// they start from its converged state.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub scenario: Vec<Scenario>,
+    /// The operator's resync interval (seconds) from the restart on; the steady-state window spans one resync.
+    #[arg(long, default_value_t = 20)]
+    pub resync_interval: u64,
+    /// Children deleted or edited one at a time in the drift scenario.
+    #[arg(long, default_value_t = 200)]
+    pub drift_edits: usize,
+    /// Where the JSON reports go (default: target/bench).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+const TARGET_REQUESTS_PER_CR: f64 = 4.0;
+const TARGET_FLOOR_RATIO: f64 = 2.0;
+const TARGET_RSS_MIB: f64 = 40.0;
+const TARGET_REPAIR_P99_MS: f64 = 500.0;
+/// The N the ratio and RSS targets are stated for; beyond it the figures are reported without a verdict.
+const TARGET_N: usize = 1000;
+
+fn default_out() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"))
+        .join("bench")
+}
+
+/// Generous bounds for waits that scale with N (the machine is shared).
+fn timeout_for(n: usize) -> Duration {
+    Duration::from_secs(60) + Duration::from_millis(60 * n as u64)
+}
+
+pub async fn run(args: RunArgs) -> Result<()> {
+    let out = args.out.clone().unwrap_or_else(default_out);
+    std::fs::create_dir_all(&out).map_err(BenchError::io(format!("cannot create {}", out.display())))?;
+    let machine = machine();
+    println!("machine: {}", machine["summary"].as_str().unwrap_or_default());
+    let body = serde_json::to_string_pretty(&machine).map_err(BenchError::json("the machine"))?;
+    std::fs::write(out.join("machine.json"), body + "\n").map_err(BenchError::io("cannot write machine.json"))?;
+    let wanted = |s: Scenario| args.scenario.is_empty() || args.scenario.contains(&s);
+    let mut missed = 0;
+    for &n in &args.n {
+        let mut reports = Vec::new();
+        let mut floor_time = None;
+        if wanted(Scenario::Floor) {
+            let (report, time) = floor(n, &out).await?;
+            floor_time = Some(time);
+            reports.push(report);
+        }
+        let later = [Scenario::Restart, Scenario::Steady, Scenario::Drift, Scenario::Update];
+        if wanted(Scenario::Converge) || later.iter().any(|s| wanted(*s)) {
+            let env = Env::start(&out).await?;
+            let (report, op) = converge(&env, n, floor_time, &out).await?;
+            if wanted(Scenario::Converge) {
+                reports.push(report);
+            }
+            if later.iter().any(|s| wanted(*s)) {
+                let (report, mut op, started) = restart(&env, n, op, &args, &out).await?;
+                reports.push(report);
+                if wanted(Scenario::Steady) {
+                    reports.push(steady(&env, n, &mut op, started, &args).await?);
+                }
+                if wanted(Scenario::Drift) {
+                    reports.push(drift(&env, n, &mut op, args.drift_edits).await?);
+                }
+                if wanted(Scenario::Update) {
+                    reports.push(update(&env, n, &mut op).await?);
+                }
+                if !wanted(Scenario::Restart) {
+                    reports.retain(|r| r.scenario != "restart");
+                }
+            }
+        }
+        for r in &reports {
+            r.print();
+            let path = r.write(&out)?;
+            println!("  written to {}", path.display());
+            missed += r.missed();
+        }
+    }
+    if missed == 0 {
+        println!("\nevery target met");
+    } else {
+        println!("\n{missed} target(s) MISSED (see above)");
+    }
+    Ok(())
+}
+
+/// CPU model, cores and memory, from /proc and the scheduler.
+fn machine() -> Value {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split(':').nth(1))
+        .map_or("unknown CPU", str::trim)
+        .to_string();
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let mem_kib: u64 = meminfo
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let mem_gib = mem_kib as f64 / (1024.0 * 1024.0);
+    json!({
+        "cpu": model,
+        "cores": cores,
+        "memory_gib": (mem_gib * 10.0).round() / 10.0,
+        "summary": format!("{model}, {cores} cores, {mem_gib:.1} GiB RAM"),
+    })
+}
+
+/// Requests without watches, by "verb resource".
+fn by_verb(counts: &RequestCounts) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for (k, v) in &counts.counts {
+        if k.verb != "watch" {
+            *out.entry(format!("{} {}", k.verb, k.resource)).or_insert(0) += v;
+        }
+    }
+    out
+}
+
+fn non_watch(counts: &RequestCounts) -> u64 {
+    counts.total() - counts.verb("watch")
+}
+
+fn per_cr_note(counts: &RequestCounts, n: usize) -> String {
+    let parts: Vec<String> = by_verb(counts).iter().map(|(k, v)| format!("{k} {:.2}", *v as f64 / n as f64)).collect();
+    let failed: u64 = counts.counts.iter().filter(|(k, _)| k.code >= 400).map(|(_, v)| v).sum();
+    format!("requests per CR by verb (watch excluded): {}; {failed} answered >= 400", parts.join(", "))
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.2} s", d.as_secs_f64())
+}
+
+fn report_path(out: &Path, env: &Env, tag: &str) -> PathBuf {
+    out.join(format!("operator-{}-{tag}.json", env.sim.addr().port()))
+}
+
+async fn converge(env: &Env, n: usize, floor_time: Option<Duration>, out: &Path) -> Result<(Report, OperatorProcess)> {
+    env.create_microservices(n)?;
+    let before = env.sim.requests();
+    let started = Instant::now();
+    let mut op = OperatorProcess::spawn(&env.kubeconfig, Duration::from_secs(300), report_path(out, env, "converge"))?;
+    let last_ready = env.wait_all_ready(n, 1, timeout_for(n), &mut op).await?;
+    let took = last_ready.saturating_duration_since(started);
+    env.wait_quiet(Duration::from_millis(500), Duration::from_secs(10)).await;
+    let counts = env.sim.requests().since(&before);
+    let usage = op.usage()?;
+
+    let mut r = Report::new("converge", n);
+    r.info("time until all Ready (generation 1)", secs(took), Some(took.as_secs_f64()));
+    let per_cr = non_watch(&counts) as f64 / n as f64;
+    r.target(
+        "API requests per CR (watch excluded)",
+        format!("{per_cr:.2}"),
+        per_cr,
+        "<= 4",
+        per_cr <= TARGET_REQUESTS_PER_CR,
+    );
+    let writes = counts.writes() as f64 / n as f64;
+    r.info("writes per CR", format!("{writes:.2}"), Some(writes));
+    r.info("operator CPU time", format!("{:.2} s", usage.cpu_seconds), Some(usage.cpu_seconds));
+    rss_figure(&mut r, n, &usage);
+    r.info("operator RSS when converged (VmRSS)", format!("{:.1} MiB", usage.rss_mib()), Some(usage.rss_mib()));
+    if let Some(floor) = floor_time {
+        let ratio = took.as_secs_f64() / floor.as_secs_f64().max(1e-6);
+        let value = format!("{ratio:.2}x ({} / {})", secs(took), secs(floor));
+        if n <= TARGET_N {
+            r.target("operator time / floor time", value, ratio, "<= 2x", ratio <= TARGET_FLOOR_RATIO);
+        } else {
+            r.info("operator time / floor time (target stated for N=1000)", value, Some(ratio));
+        }
+    }
+    r.note(per_cr_note(&counts, n));
+    Ok((r, op))
+}
+
+fn rss_figure(r: &mut Report, n: usize, usage: &Usage) {
+    let value = format!("{:.1} MiB", usage.peak_rss_mib());
+    if n <= TARGET_N {
+        r.target(
+            "operator peak RSS (VmHWM)",
+            value,
+            usage.peak_rss_mib(),
+            "< 40 MiB",
+            usage.peak_rss_mib() < TARGET_RSS_MIB,
+        );
+    } else {
+        r.info("operator peak RSS (VmHWM; target stated for N=1000)", value, Some(usage.peak_rss_mib()));
+    }
+}
+
+/// A client that sends only what a perfect operator must: create the Service and the Deployment, and patch
+/// status once when the rollout completes (Service first, so Ready never precedes it).
+async fn floor(n: usize, out: &Path) -> Result<(Report, Duration)> {
+    let env = Env::start(out).await?;
+    env.create_microservices(n)?;
+    let client = env.sim.client();
+    let before = env.sim.requests();
+    let started = Instant::now();
+    let profile = Arc::new(PlatformProfile::default());
+
+    let microservices: Api<Microservice> = Api::namespaced(client.clone(), NAMESPACE);
+    let list = microservices.list(&ListParams::default()).await.map_err(BenchError::kube("floor: list"))?;
+    let by_name: Arc<HashMap<String, Microservice>> =
+        Arc::new(list.items.into_iter().map(|ms| (ms.name_any(), ms)).collect());
+
+    let patched = Arc::new(AtomicUsize::new(0));
+    let watcher_task = {
+        let deployments: Api<Deployment> = Api::namespaced(client.clone(), NAMESPACE);
+        let by_name = by_name.clone();
+        let profile = profile.clone();
+        let patched = patched.clone();
+        let client = client.clone();
+        tokio::spawn(async move {
+            let mut done = std::collections::HashSet::new();
+            let completed = watcher(deployments, watcher::Config::default())
+                .applied_objects()
+                .filter_map(|d| futures::future::ready(d.ok()))
+                .filter_map(move |d: Deployment| {
+                    let name = d.name_any();
+                    let ms = by_name.get(&name).cloned();
+                    let complete = ms.as_ref().and_then(|ms| Want::of(ms, &profile)).is_some_and(|want| {
+                        serde_json::to_value(&d).is_ok_and(|v| DeploymentView::of(&v).complete_for(&want))
+                    });
+                    let fresh = complete && done.insert(name);
+                    futures::future::ready(if fresh { ms.map(|ms| (ms, d)) } else { None })
+                });
+            completed
+                .for_each_concurrent(16, |(ms, d)| {
+                    let client = client.clone();
+                    let patched = patched.clone();
+                    async move {
+                        if patch_ready(&client, &ms, &d).await.is_ok() {
+                            patched.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                })
+                .await;
+        })
+    };
+
+    let creates = futures::stream::iter(by_name.values().cloned().collect::<Vec<_>>())
+        .map(|ms| {
+            let client = client.clone();
+            let profile = profile.clone();
+            async move { create_children(&client, &ms, &profile).await }
+        })
+        .buffer_unordered(16)
+        .try_collect::<Vec<()>>();
+    creates.await?;
+    let deadline = Instant::now() + timeout_for(n);
+    while patched.load(Ordering::Relaxed) < n {
+        if Instant::now() > deadline {
+            watcher_task.abort();
+            return Err(BenchError::Timeout {
+                what: format!("the floor client to patch {n} statuses ({} done)", patched.load(Ordering::Relaxed)),
+                seconds: timeout_for(n).as_secs(),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let took = started.elapsed();
+    watcher_task.abort();
+    let counts = env.sim.requests().since(&before);
+    let mut r = Report::new("floor", n);
+    r.info("time until all Ready (generation 1)", secs(took), Some(took.as_secs_f64()));
+    let per_cr = non_watch(&counts) as f64 / n as f64;
+    r.info("API requests per CR (watch excluded)", format!("{per_cr:.2}"), Some(per_cr));
+    r.note(per_cr_note(&counts, n));
+    r.note("the floor client runs in the benchmark process, beside the emulator");
+    Ok((r, took))
+}
+
+async fn create_children(client: &Client, ms: &Microservice, profile: &PlatformProfile) -> Result<()> {
+    let valid = contract::validate_object(ms, profile)
+        .map_err(|v| BenchError::emulator("floor: the contract", contract::summarize(&v)))?;
+    let service = desired_service(ms, profile).map_err(|e| BenchError::emulator("floor: desired Service", e))?;
+    let deployment =
+        desired_deployment(ms, &valid, profile).map_err(|e| BenchError::emulator("floor: desired Deployment", e))?;
+    let params = PostParams { field_manager: Some("floor".into()), ..PostParams::default() };
+    Api::<Service>::namespaced(client.clone(), NAMESPACE)
+        .create(&params, &service)
+        .await
+        .map_err(BenchError::kube("floor: create Service"))?;
+    Api::<Deployment>::namespaced(client.clone(), NAMESPACE)
+        .create(&params, &deployment)
+        .await
+        .map_err(BenchError::kube("floor: create Deployment"))?;
+    Ok(())
+}
+
+/// The operator's own status for a complete rollout, so the floor writes the same bytes.
+async fn patch_ready(client: &Client, ms: &Microservice, d: &Deployment) -> Result<()> {
+    let profile = PlatformProfile::default();
+    let valid = contract::validate_object(ms, &profile);
+    let service = desired_service(ms, &profile).map_err(|e| BenchError::emulator("floor: desired Service", e))?;
+    let now = Time(k8s_openapi::jiff::Timestamp::now());
+    let status = compute_status(ms, &valid, Some(d), Some(&service), &[], &now);
+    let body = json!({ "status": status });
+    Api::<Microservice>::namespaced(client.clone(), NAMESPACE)
+        .patch_status(&ms.name_any(), &PatchParams::default(), &Patch::Merge(&body))
+        .await
+        .map_err(BenchError::kube("floor: patch status"))?;
+    Ok(())
+}
+
+/// Kills the converged operator (SIGKILL) and starts a new one with the short resync interval.
+async fn restart(
+    env: &Env,
+    n: usize,
+    op: OperatorProcess,
+    args: &RunArgs,
+    out: &Path,
+) -> Result<(Report, OperatorProcess, Instant)> {
+    op.kill()?;
+    let before = env.sim.requests();
+    let started = Instant::now();
+    let resync = Duration::from_secs(args.resync_interval);
+    let mut op = OperatorProcess::spawn(&env.kubeconfig, resync, report_path(out, env, "restart"))?;
+    let mut r = Report::new("restart", n);
+    // Every object is queued by the initial list; the queue has drained once the count has reached N and then
+    // stopped moving (the operator's report is rewritten every 20 ms).
+    let quiet = Duration::from_secs(1);
+    let deadline = started + timeout_for(n);
+    let mut first = None;
+    let mut last = (0i64, started);
+    let outcome = loop {
+        op.check_alive()?;
+        let count = op.reconciles().unwrap_or(0);
+        let now = Instant::now();
+        if count > 0 && first.is_none() {
+            first = Some(now);
+        }
+        if count != last.0 {
+            last = (count, now);
+        }
+        if count >= n as i64 && now.duration_since(last.1) >= quiet {
+            break Some(last.1);
+        }
+        if now > deadline {
+            break None;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    let counts = env.sim.requests().since(&before);
+    if let Some(f) = first {
+        r.info(
+            "time until caches synced and a first reconcile done",
+            secs(f - started),
+            Some((f - started).as_secs_f64()),
+        );
+    }
+    match outcome {
+        Some(done) => {
+            r.info("time until every object reconciled", secs(done - started), Some((done - started).as_secs_f64()))
+        }
+        None => r.target(
+            "time until every object reconciled",
+            format!("not within {} ({} reconciles)", secs(timeout_for(n)), last.0),
+            f64::NAN,
+            "finishes",
+            false,
+        ),
+    }
+    r.info("reconciles", last.0.to_string(), Some(last.0 as f64));
+    let writes = counts.writes();
+    r.target("writes sent", writes.to_string(), writes as f64, "0", writes == 0);
+    r.note(per_cr_note(&counts, n));
+    Ok((r, op, started))
+}
+
+/// Requests over a window that contains one resync tick of the operator started at `started`.
+async fn steady(env: &Env, n: usize, op: &mut OperatorProcess, started: Instant, args: &RunArgs) -> Result<Report> {
+    let resync = Duration::from_secs(args.resync_interval);
+    let since_start = started.elapsed();
+    let ticks = (since_start.as_secs_f64() / resync.as_secs_f64()).floor() as u32 + 1;
+    // Long enough after the tick for N reconciles to run.
+    let margin = Duration::from_secs(5) + Duration::from_millis(2 * n as u64);
+    let end = started + resync * ticks + margin;
+    let before = env.sim.requests();
+    let reconciles_before = op.reconciles().unwrap_or(0);
+    let window_start = Instant::now();
+    while Instant::now() < end {
+        op.check_alive()?;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let window = window_start.elapsed();
+    let counts = env.sim.requests().since(&before);
+    let reconciled = op.reconciles().unwrap_or(0) - reconciles_before;
+    let minutes = window.as_secs_f64() / 60.0;
+    let mut r = Report::new("steady", n);
+    r.info("window", secs(window), Some(window.as_secs_f64()));
+    r.info("reconciles in the window (the resync)", reconciled.to_string(), Some(reconciled as f64));
+    let per_min = non_watch(&counts) as f64 / minutes;
+    r.info("requests per minute (watch excluded)", format!("{per_min:.1}"), Some(per_min));
+    let watches = counts.verb("watch") as f64 / minutes;
+    r.info("watch requests per minute (re-established streams)", format!("{watches:.1}"), Some(watches));
+    let writes = counts.writes();
+    r.target("writes in the window", writes.to_string(), writes as f64, "0", writes == 0);
+    if reconciled < n as i64 {
+        r.note(format!(
+            "only {reconciled} reconciles ran in the window, fewer than N: the resync did not cover every object, so \
+             0 writes proves less than it should"
+        ));
+    }
+    r.note(per_cr_note(&counts, n));
+    Ok(r)
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Edit {
+    DeleteDeployment,
+    ScaleDeployment,
+    DeleteService,
+}
+
+/// Deletes or edits children one at a time, each on a Ready CR, and times until the operator has repaired it.
+async fn drift(env: &Env, n: usize, op: &mut OperatorProcess, edits: usize) -> Result<Report> {
+    let mut samples: Vec<(Edit, f64)> = Vec::new();
+    let mut timeouts = 0;
+    let mut missing = 0;
+    let limit = Duration::from_secs(10);
+    for i in 0..edits {
+        op.check_alive()?;
+        // Spread over the CRs (coprime step), one edit per CR while edits <= N.
+        let target = name((i * 7919) % n.max(1));
+        let ready_by = Instant::now() + Duration::from_secs(30);
+        while !env.observer.seen().ready_name(&target) && Instant::now() < ready_by {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let edit = [Edit::DeleteDeployment, Edit::ScaleDeployment, Edit::DeleteService][i % 3];
+        let rt = match edit {
+            Edit::DeleteService => env.services.clone(),
+            _ => env.deployments.clone(),
+        };
+        let uid = |v: &Value| v.pointer("/metadata/uid").and_then(Value::as_str).map(str::to_string);
+        // A Ready CR should have its child; if not, wait for the operator and say so.
+        if env.get(&rt, &target).is_none() {
+            missing += 1;
+            let by = Instant::now() + limit;
+            while env.get(&rt, &target).is_none() && Instant::now() < by {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            if env.get(&rt, &target).is_none() {
+                continue;
+            }
+        }
+        let old_uid = env.get(&rt, &target).as_ref().and_then(uid);
+        let want_replicas = env.get(&rt, &target).and_then(|d| d.pointer("/spec/replicas").and_then(Value::as_i64));
+        let started = Instant::now();
+        match edit {
+            Edit::DeleteDeployment | Edit::DeleteService => env.delete(&rt, &target)?,
+            Edit::ScaleDeployment => env.patch(&rt, &target, json!({"spec": {"replicas": 5}}))?,
+        }
+        let repaired = |v: &Value| match edit {
+            Edit::ScaleDeployment => v.pointer("/spec/replicas").and_then(Value::as_i64) == want_replicas,
+            _ => uid(v).is_some() && uid(v) != old_uid,
+        };
+        loop {
+            if env.get(&rt, &target).as_ref().is_some_and(repaired) {
+                samples.push((edit, started.elapsed().as_secs_f64() * 1000.0));
+                break;
+            }
+            if started.elapsed() > limit {
+                timeouts += 1;
+                samples.push((edit, limit.as_secs_f64() * 1000.0));
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+    let mut all: Vec<f64> = samples.iter().map(|(_, ms)| *ms).collect();
+    all.sort_by(f64::total_cmp);
+    let mut r = Report::new("drift", n);
+    r.info("children deleted or edited", samples.len().to_string(), Some(samples.len() as f64));
+    r.info("repair p50", format!("{:.1} ms", percentile(&all, 50.0)), Some(percentile(&all, 50.0)));
+    let p99 = percentile(&all, 99.0);
+    r.target("repair p99", format!("{p99:.1} ms"), p99, "< 500 ms", p99 < TARGET_REPAIR_P99_MS);
+    r.info("repair max", format!("{:.1} ms", percentile(&all, 100.0)), Some(percentile(&all, 100.0)));
+    r.target("not repaired within 10 s", timeouts.to_string(), timeouts as f64, "0", timeouts == 0);
+    r.target("children missing before their edit (CR Ready)", missing.to_string(), missing as f64, "0", missing == 0);
+    for kind in [Edit::DeleteDeployment, Edit::ScaleDeployment, Edit::DeleteService] {
+        let mut these: Vec<f64> = samples
+            .iter()
+            .filter(|(e, _)| std::mem::discriminant(e) == std::mem::discriminant(&kind))
+            .map(|s| s.1)
+            .collect();
+        these.sort_by(f64::total_cmp);
+        r.note(format!(
+            "{kind:?}: {} samples, p50 {:.1} ms, p99 {:.1} ms",
+            these.len(),
+            percentile(&these, 50.0),
+            percentile(&these, 99.0)
+        ));
+    }
+    r.note(
+        "each edit waits for its CR to be Ready first; the time runs from the edit to the repaired object in the store",
+    );
+    Ok(r)
+}
+
+/// Changes the image of all N and times until all are Ready for generation 2, checking every Ready status seen.
+async fn update(env: &Env, n: usize, op: &mut OperatorProcess) -> Result<Report> {
+    let (checked_before, early_before, lagged_before) = {
+        let seen = env.observer.seen();
+        (seen.ready_checked, seen.early_ready.len(), seen.lagged)
+    };
+    let before = env.sim.requests();
+    let started = Instant::now();
+    for i in 0..n {
+        env.set_image(i, IMAGE_V2)?;
+    }
+    let last_ready = env.wait_all_ready(n, 2, timeout_for(n), op).await?;
+    let took = last_ready.saturating_duration_since(started);
+    env.wait_quiet(Duration::from_millis(500), Duration::from_secs(10)).await;
+    let counts = env.sim.requests().since(&before);
+    let seen = env.observer.seen();
+    let mut r = Report::new("update", n);
+    r.info("time until all Ready (generation 2)", secs(took), Some(took.as_secs_f64()));
+    let per_cr = non_watch(&counts) as f64 / n as f64;
+    r.info("API requests per CR (watch excluded)", format!("{per_cr:.2}"), Some(per_cr));
+    let checked = seen.ready_checked - checked_before;
+    let early = seen.early_ready.len() - early_before;
+    let lagged = seen.lagged - lagged_before;
+    r.info("Ready statuses checked against the Deployment", checked.to_string(), Some(checked as f64));
+    r.target("Ready before the rollout completed", early.to_string(), early as f64, "0", early == 0);
+    r.target("change-feed overflows (check incomplete when > 0)", lagged.to_string(), lagged as f64, "0", lagged == 0);
+    for e in seen.early_ready.iter().skip(early_before).take(5) {
+        r.note(e.clone());
+    }
+    r.note(per_cr_note(&counts, n));
+    Ok(r)
+}
