@@ -1,8 +1,9 @@
 //! The chaos suite: 50 Microservices under random spec edits (image, replicas, some invalid) while the emulator
 //! fails 20% of writes with 5xx and 5% of all requests with 429, adds latency, drops watch streams every few
-//! seconds and forces a 410 Gone, and the operator is killed (its task aborted, no graceful shutdown) and
-//! restarted at random moments. Invariants are checked on every committed change (see `invariants`) and the end
-//! state once the faults stop.
+//! seconds and forces a 410 Gone. The operator is killed (its runtime dropped: no graceful shutdown) and restarted
+//! at random moments, three times as a single replica, then once more while two replicas elect a leader through a
+//! Lease. Invariants are checked on every committed change (see `invariants`) and the end state once the faults
+//! stop.
 //!
 //! Seeded: the seed is printed (and named in every failure); `CHAOS_SEED=N cargo test -p microservice-operator
 //! --test chaos -- --nocapture` replays the same edits, kills and fault draws (thread timing still varies).
@@ -22,11 +23,13 @@ use kubesim::faults::{ErrorRule, FaultConfig, LatencyRule, WatchRule};
 use kubesim::resources::ResourceRef;
 use microservice_operator::controller::{self, Config};
 use microservice_operator::crd;
+use microservice_operator::health::Health;
+use microservice_operator::leader::Leadership;
 use microservice_operator::metrics::Metrics;
+use microservice_operator::settings::Election;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
-use tokio::task::JoinHandle;
 
 const NS: &str = "chaos";
 const CRS: usize = 50;
@@ -34,7 +37,10 @@ const CRS: usize = 50;
 const CHAOS: Duration = Duration::from_secs(60);
 /// Bounds for the calm phases (the machine is shared; convergence is usually a few seconds).
 const CONVERGE_DEADLINE: Duration = Duration::from_secs(90);
-const KILLS: usize = 4;
+/// Kills of the single replica before the election part.
+const SINGLE_KILLS: usize = 3;
+/// When two elected replicas replace the single one.
+const ELECTION_AT: Duration = Duration::from_secs(36);
 
 fn name(i: usize) -> String {
     format!("svc-{i:02}")
@@ -75,12 +81,18 @@ impl Spec {
 #[derive(Debug)]
 enum Action {
     Edit(usize, Spec),
+    /// Kill the single replica.
     Kill,
     Start,
+    /// Replace the single replica by two that elect a leader.
+    Elect,
+    KillElected(usize),
+    StartElected(usize),
     ForceGone(&'static str),
 }
 
-/// The whole run, drawn from the seed up front so it replays.
+/// The whole run, drawn from the seed up front so it replays: a single replica killed and restarted three times,
+/// then two replicas with leader election, one of which is killed and restarted.
 fn timeline(rng: &mut StdRng) -> Vec<(Duration, Action)> {
     let mut actions = Vec::new();
     let mut t = Duration::ZERO;
@@ -92,19 +104,22 @@ fn timeline(rng: &mut StdRng) -> Vec<(Duration, Action)> {
         let i = rng.random_range(0..CRS);
         actions.push((t, Action::Edit(i, Spec::random(rng))));
     }
-    // Kills spread over the run, each in its own slot, each followed by a restart after a short outage.
-    let slot = CHAOS.as_millis() as u64 / KILLS as u64;
-    for k in 0..KILLS as u64 {
+    let slot = ELECTION_AT.as_millis() as u64 / SINGLE_KILLS as u64;
+    for k in 0..SINGLE_KILLS as u64 {
         let at = Duration::from_millis(k * slot + rng.random_range(slot / 5..slot * 3 / 5));
         actions.push((at, Action::Kill));
         actions.push((at + Duration::from_millis(rng.random_range(0..1500)), Action::Start));
     }
+    actions.push((ELECTION_AT, Action::Elect));
+    let at = ELECTION_AT + Duration::from_millis(rng.random_range(4_000..12_000));
+    let victim = rng.random_range(0..2);
+    actions.push((at, Action::KillElected(victim)));
+    actions.push((at + Duration::from_millis(rng.random_range(500..2_000)), Action::StartElected(victim)));
     for resource in ["microservices", "deployments"] {
-        actions.push((
-            Duration::from_millis(rng.random_range(5_000..CHAOS.as_millis() as u64)),
-            Action::ForceGone(resource),
-        ));
+        let at = Duration::from_millis(rng.random_range(5_000..CHAOS.as_millis() as u64));
+        actions.push((at, Action::ForceGone(resource)));
     }
+    // Stable: an Elect and a Kill drawn for the same instant keep their order.
     actions.sort_by_key(|(t, _)| *t);
     actions
 }
@@ -174,17 +189,8 @@ impl Cluster {
         self.sim.cluster().list(&rt, Some(NS), &ListOptions::default()).unwrap().items
     }
 
-    /// A client of its own per operator replica (its own connections), as separate processes would have.
-    async fn client(&self) -> Client {
-        let kc = kube::config::Kubeconfig::from_yaml(&self.sim.kubeconfig_yaml()).unwrap();
-        let config = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap();
-        Client::try_from(config).unwrap()
-    }
-
-    async fn operator(&self) -> JoinHandle<()> {
-        let config = Config { namespace: Some(NS.into()), concurrency: 8, ..Config::default() };
-        let client = self.client().await;
-        tokio::spawn(controller::run(client, config, Arc::new(Metrics::new()), futures::future::pending()))
+    fn replica(&self, elected: Option<&str>) -> Replica {
+        Replica::start(self.sim.kubeconfig_yaml(), elected.map(str::to_string))
     }
 
     /// What is wrong with the end state, given each CR's last spec (empty when all is as it should be).
@@ -271,6 +277,78 @@ impl Cluster {
     }
 }
 
+/// One operator replica on a runtime of its own, as a process would be: killing it drops every task it spawned
+/// (caches, the Lease manager) at once, with no graceful shutdown.
+struct Replica {
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Replica {
+    /// `elected`: join the leader election with this identity (and rejoin after losing the Lease, as a
+    /// restarted process would); None runs as the only replica.
+    fn start(kubeconfig: String, elected: Option<String>) -> Replica {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("a runtime for an operator replica");
+        runtime.spawn(async move {
+            let kc = kube::config::Kubeconfig::from_yaml(&kubeconfig).unwrap();
+            let config = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap();
+            let client = Client::try_from(config).unwrap();
+            let config = Config { namespace: Some(NS.into()), concurrency: 8, ..Config::default() };
+            let Some(identity) = elected else {
+                controller::run(client, config, Arc::new(Metrics::new()), futures::future::pending()).await;
+                return;
+            };
+            let election = Election {
+                namespace: Some(NS.into()),
+                lease_name: "microservice-operator".into(),
+                identity,
+                lease_duration: Duration::from_secs(4),
+                renew_deadline: Duration::from_secs(3),
+            };
+            loop {
+                let metrics = Arc::new(Metrics::new());
+                let health = Arc::new(Health::new());
+                match Leadership::join(client.clone(), &election, metrics.clone(), health.clone()).await {
+                    Ok(leadership) => {
+                        let leader = leadership.subscribe();
+                        let config = config.clone();
+                        controller::run_elected(
+                            client.clone(),
+                            config,
+                            metrics,
+                            health,
+                            leader,
+                            futures::future::pending(),
+                        )
+                        .await;
+                        leadership.release(Duration::from_secs(2)).await;
+                    }
+                    // The faults can fail the Lease's first read or create.
+                    Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+                }
+            }
+        });
+        Replica { runtime: Some(runtime) }
+    }
+
+    fn kill(mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
 fn seed() -> u64 {
     match std::env::var("CHAOS_SEED") {
         Ok(s) => s.trim().parse().unwrap_or_else(|_| panic!("CHAOS_SEED must be a number, got {s:?}")),
@@ -299,7 +377,8 @@ async fn the_operator_converges_and_keeps_its_invariants_under_chaos() {
         cluster.create(i, &spec);
         specs.insert(i, spec);
     }
-    let mut operator = Some(cluster.operator().await);
+    let mut single = Some(cluster.replica(None));
+    let mut elected: [Option<Replica>; 2] = [None, None];
     cluster.wait_end_state(&specs, seed, "initial convergence").await;
 
     cluster.sim.faults().set_config(faults(seed));
@@ -316,24 +395,35 @@ async fn the_operator_converges_and_keeps_its_invariants_under_chaos() {
                 specs.insert(i, spec);
             }
             Action::Kill => {
-                if let Some(task) = operator.take() {
-                    task.abort();
-                    let _ = task.await;
+                if let Some(replica) = single.take() {
+                    replica.kill();
                     kills += 1;
                 }
             }
             Action::Start => {
-                if operator.is_none() {
-                    operator = Some(cluster.operator().await);
+                if single.is_none() && elected.iter().all(Option::is_none) {
+                    single = Some(cluster.replica(None));
                 }
             }
+            Action::Elect => {
+                if let Some(replica) = single.take() {
+                    replica.kill();
+                }
+                for (k, slot) in elected.iter_mut().enumerate() {
+                    *slot = Some(cluster.replica(Some(&format!("replica-{k}"))));
+                }
+            }
+            Action::KillElected(k) => {
+                if let Some(replica) = elected[k].take() {
+                    replica.kill();
+                    kills += 1;
+                }
+            }
+            Action::StartElected(k) => elected[k] = Some(cluster.replica(Some(&format!("replica-{k}")))),
             Action::ForceGone(resource) => cluster.sim.faults().force_gone(resource),
         }
     }
     assert!(kills >= 3, "chaos seed {seed}: only {kills} kills happened");
-    if operator.is_none() {
-        operator = Some(cluster.operator().await);
-    }
     println!(
         "chaos seed {seed}: {edits} edits ({invalid_edits} invalid), {kills} kills; faults off, waiting for convergence"
     );
@@ -353,5 +443,5 @@ async fn the_operator_converges_and_keeps_its_invariants_under_chaos() {
         record.violations.len(),
         record.violations.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
     );
-    drop(operator);
+    drop((single, elected));
 }
