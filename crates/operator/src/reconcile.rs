@@ -82,11 +82,19 @@ async fn converge(ms: &Microservice, ctx: &Context) -> Result<()> {
         }
     };
 
-    let mut conflicts = Vec::new();
-    let deployment = converge_deployment(ms, ctx, valid, &namespace, &name, &previous, &mut conflicts).await?;
-    let desired = desired_service(ms, &ctx.profile)?;
-    let live = cached(&ctx.services, &namespace, &name);
-    let service = converge_child(ms, ctx, ChildKind::Service, desired, live, &previous, &mut conflicts).await?;
+    let mut report = Report::default();
+    let children = async {
+        let deployment = converge_deployment(ms, ctx, valid, &namespace, &name, &previous, &mut report).await?;
+        let desired = desired_service(ms, &ctx.profile)?;
+        let live = cached(&ctx.services, &namespace, &name);
+        let service = converge_child(ms, ctx, ChildKind::Service, desired, live, &previous, &mut report).await?;
+        Ok::<_, Error>((deployment, service))
+    }
+    .await;
+    // What was done is told even when a later step failed.
+    report.publish(ms, ctx).await;
+    let conflicts = report.conflicts;
+    let (deployment, service) = children?;
 
     let new = compute_status(ms, &contract, deployment.as_ref(), service.as_ref(), &conflicts, &now);
     if write_status(ms, ctx, &previous, &new).await? {
@@ -100,6 +108,38 @@ async fn emit_status_events(ms: &Microservice, ctx: &Context, previous: &Microse
     for event in status_events(Some(previous), new) {
         let type_ = if event.warning { EventType::Warning } else { EventType::Normal };
         publish(ctx, ms, type_, event.reason, "Reconcile", event.note).await;
+    }
+}
+
+/// What a reconcile found (children it may not write) and did to its children. What it did is told at the end as
+/// one Event per reason naming every child concerned: kube's Recorder folds Events with the same reason and action
+/// into one series whatever their notes say, so a separate "Created" for the Service would only bump the
+/// Deployment's count and its note would be lost.
+#[derive(Default)]
+struct Report {
+    conflicts: Vec<Conflict>,
+    done: Vec<(&'static str, ChildKind, String)>,
+}
+
+impl Report {
+    fn did(&mut self, reason: &'static str, kind: ChildKind, note: String) {
+        self.done.push((reason, kind, note));
+    }
+
+    async fn publish(&self, ms: &Microservice, ctx: &Context) {
+        let mut reasons: Vec<&'static str> = self.done.iter().map(|(reason, _, _)| *reason).collect();
+        reasons.dedup();
+        for reason in reasons {
+            let (kinds, notes): (Vec<&str>, Vec<&str>) = self
+                .done
+                .iter()
+                .filter(|(r, _, _)| *r == reason)
+                .map(|(_, kind, note)| (kind.as_str(), note.as_str()))
+                .unzip();
+            // The action names the children, so a later Event about another child is its own series.
+            let action = format!("{reason}{}", kinds.join("And"));
+            publish(ctx, ms, EventType::Normal, reason, &action, notes.join("; ")).await;
+        }
     }
 }
 
@@ -117,7 +157,7 @@ async fn converge_deployment(
     namespace: &str,
     name: &str,
     previous: &MicroserviceStatus,
-    conflicts: &mut Vec<Conflict>,
+    report: &mut Report,
 ) -> Result<Option<Deployment>> {
     let desired = desired_deployment(ms, contract, &ctx.profile)?;
     let live = cached(&ctx.deployments, namespace, name);
@@ -127,10 +167,10 @@ async fn converge_deployment(
         && let Some(problem) = selector_conflict(ms, &desired, live)
     {
         info!(child = "Deployment", "cannot adopt: {}", problem.message);
-        conflicts.push(problem);
+        report.conflicts.push(problem);
         return Ok(None);
     }
-    converge_child(ms, ctx, ChildKind::Deployment, desired, live, previous, conflicts).await
+    converge_child(ms, ctx, ChildKind::Deployment, desired, live, previous, report).await
 }
 
 /// Creates, repairs, adopts or leaves alone one child. Returns the child as last seen (None when it belongs to
@@ -142,7 +182,7 @@ async fn converge_child<K>(
     desired: K,
     live: Option<Arc<K>>,
     previous: &MicroserviceStatus,
-    conflicts: &mut Vec<Conflict>,
+    report: &mut Report,
 ) -> Result<Option<K>>
 where
     K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
@@ -157,7 +197,7 @@ where
     let acted_before = previous.observed_generation.is_some() && previous.observed_generation == ms.metadata.generation;
     let verdict = ownership(ms, live.as_deref().map(|l| l.meta()));
     if let Some(problem) = conflict(ms, kind, &verdict) {
-        conflicts.push(problem);
+        report.conflicts.push(problem);
         return Ok(None);
     }
     let Some(live) = live else {
@@ -173,7 +213,7 @@ where
             ("Created", format!("created {kind} {name}"))
         };
         info!(child = kind.as_str(), "{note}");
-        publish(ctx, ms, EventType::Normal, reason, "Reconcile", note).await;
+        report.did(reason, kind, note);
         return Ok(Some(created));
     };
 
@@ -184,7 +224,7 @@ where
         ctx.metrics.adoptions_total.get_or_create(&ChildLabels { kind: kind.as_str() }).inc();
         let note = format!("adopted {kind} {name}, handed over with {HANDOVER_ANNOTATION}");
         info!(child = kind.as_str(), "{note}");
-        publish(ctx, ms, EventType::Normal, "Adopted", "Adopt", note).await;
+        report.did("Adopted", kind, note);
         return Ok(Some(adopted));
     }
 
@@ -203,7 +243,7 @@ where
             ("Updated", format!("updated {kind} {name}: {fields}"))
         };
         info!(child = kind.as_str(), fields = %fields, "{note}");
-        publish(ctx, ms, EventType::Normal, reason, "Reconcile", note).await;
+        report.did(reason, kind, note);
     }
     if has_handover_annotation(&current) {
         // Left over from an adoption whose second step failed.

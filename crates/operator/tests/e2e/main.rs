@@ -72,6 +72,20 @@ async fn a_new_microservice_goes_from_accepted_to_ready_with_the_desired_childre
     }
     let status_line = format!(r#"microservice_writes_total{{resource="microservices/status",verb="patch"}} {writes}"#);
     assert!(metrics.contains(&status_line), "{status_line} in:\n{metrics}");
+
+    // One Created Event tells both creations (the Recorder would fold a second Created into the first's series).
+    let events: kube::Api<k8s_openapi::api::events::v1::Event> = kube::Api::namespaced(h.client.clone(), NS);
+    let created: Vec<_> = events
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("Created"))
+        .collect();
+    assert_eq!(created.len(), 1, "one Created Event: {created:#?}");
+    let note = created[0].note.clone().unwrap_or_default();
+    assert!(note.contains("Deployment todo-api") && note.contains("Service todo-api"), "{note}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -216,6 +216,10 @@ impl Steps {
 
     async fn repair_deleted_service(&self, name: &str) -> Result<(), String> {
         self.create_ready(name).await?;
+        self.delete_service_until_recreated(name).await
+    }
+
+    async fn delete_service_until_recreated(&self, name: &str) -> Result<(), String> {
         let old = self.services().get(name).await.map_err(|e| e.to_string())?.uid();
         self.services().delete(name, &DeleteParams::default()).await.map_err(|e| e.to_string())?;
         let services = self.services();
@@ -300,26 +304,35 @@ impl Steps {
         }
     }
 
-    /// Creating a Microservice records "Created" for its Deployment and then for its Service: the Recorder
-    /// creates the first Event and patches it into a series (count 2) for the second.
+    /// Creating a Microservice records one "Created" Event naming its Deployment and its Service; the same repair
+    /// twice is one Event whose series the Recorder patches (count 2).
     async fn events(&self, name: &str) -> Result<(), String> {
         self.create_ready(name).await?;
+        self.delete_service_until_recreated(name).await?;
+        self.delete_service_until_recreated(name).await?;
         let events: Api<Event> = Api::namespaced(self.client.clone(), WATCHED_NS);
-        self.until(name, &format!("the Created Events of {name}"), || async {
+        self.until(name, &format!("the Created and Repaired Events of {name}"), || async {
             let listed = events.list(&ListParams::default()).await.map_err(|e| e.to_string())?;
-            let created: Vec<&Event> = listed
-                .items
-                .iter()
-                .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
-                .filter(|e| e.reason.as_deref() == Some("Created"))
-                .collect();
+            let of = |reason: &str| -> Vec<&Event> {
+                listed
+                    .items
+                    .iter()
+                    .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+                    .filter(|e| e.reason.as_deref() == Some(reason))
+                    .collect()
+            };
+            let summary = |events: &[&Event]| {
+                format!("{:?}", events.iter().map(|e| (e.note.clone(), e.series.clone())).collect::<Vec<_>>())
+            };
+            let created = of("Created");
             match created.as_slice() {
-                [] => Err("no Created Event".into()),
+                [one] if one.note.as_deref().is_some_and(|n| n.contains("Deployment") && n.contains("Service")) => {}
+                other => return Err(format!("not one Created Event naming both children: {}", summary(other))),
+            }
+            let repaired = of("Repaired");
+            match repaired.as_slice() {
                 [one] if one.series.as_ref().is_some_and(|s| s.count >= 2) => Ok(()),
-                other => Err(format!(
-                    "Created Events without a series for the second child: {:?}",
-                    other.iter().map(|e| (e.note.clone(), e.series.clone())).collect::<Vec<_>>()
-                )),
+                other => Err(format!("the repeated repair is not one Event series: {}", summary(other))),
             }
         })
         .await
