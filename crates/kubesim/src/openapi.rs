@@ -202,28 +202,11 @@ macro_rules! builtin_kinds {
     };
 }
 
-builtin_kinds! {
-    ("", "Namespace") => k8s_openapi::api::core::v1::Namespace,
-    ("", "Service") => k8s_openapi::api::core::v1::Service,
-    ("", "Pod") => k8s_openapi::api::core::v1::Pod,
-    ("", "ConfigMap") => k8s_openapi::api::core::v1::ConfigMap,
-    ("", "Secret") => k8s_openapi::api::core::v1::Secret,
-    ("", "ServiceAccount") => k8s_openapi::api::core::v1::ServiceAccount,
-    ("", "Event") => k8s_openapi::api::core::v1::Event,
-    ("", "Endpoints") => k8s_openapi::api::core::v1::Endpoints,
-    ("apps", "Deployment") => k8s_openapi::api::apps::v1::Deployment,
-    ("apps", "ReplicaSet") => k8s_openapi::api::apps::v1::ReplicaSet,
-    ("events.k8s.io", "Event") => k8s_openapi::api::events::v1::Event,
-    ("coordination.k8s.io", "Lease") => k8s_openapi::api::coordination::v1::Lease,
-    ("rbac.authorization.k8s.io", "Role") => k8s_openapi::api::rbac::v1::Role,
-    ("rbac.authorization.k8s.io", "RoleBinding") => k8s_openapi::api::rbac::v1::RoleBinding,
-    ("rbac.authorization.k8s.io", "ClusterRole") => k8s_openapi::api::rbac::v1::ClusterRole,
-    ("rbac.authorization.k8s.io", "ClusterRoleBinding") => k8s_openapi::api::rbac::v1::ClusterRoleBinding,
+crate::builtin::stored_kinds!(builtin_kinds {
     ("apiextensions.k8s.io", "CustomResourceDefinition") =>
         k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
-    ("discovery.k8s.io", "EndpointSlice") => k8s_openapi::api::discovery::v1::EndpointSlice,
     ("autoscaling", "Scale") => k8s_openapi::api::autoscaling::v1::Scale,
-}
+});
 
 /// Upstream's name for a CRD kind's schema: the group reversed, then version and kind
 /// (`com.example.platform.v1alpha1.Microservice`).

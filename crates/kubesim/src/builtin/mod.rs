@@ -5,6 +5,34 @@
 //! [`validate_object`]. Custom resources get only ObjectMeta validation here; their schema is in
 //! [`crate::schema`].
 
+/// Every stored built-in kind with its k8s-openapi type, handed to `$callback` (a macro taking
+/// `(group, kind) => Type` entries, plus `$extra` ones) so pruning and OpenAPI share one table.
+macro_rules! stored_kinds {
+    ($callback:ident { $($extra:tt)* }) => {
+        $callback! {
+            ("", "Namespace") => k8s_openapi::api::core::v1::Namespace,
+            ("", "Service") => k8s_openapi::api::core::v1::Service,
+            ("", "Pod") => k8s_openapi::api::core::v1::Pod,
+            ("", "ConfigMap") => k8s_openapi::api::core::v1::ConfigMap,
+            ("", "Secret") => k8s_openapi::api::core::v1::Secret,
+            ("", "ServiceAccount") => k8s_openapi::api::core::v1::ServiceAccount,
+            ("", "Event") => k8s_openapi::api::core::v1::Event,
+            ("", "Endpoints") => k8s_openapi::api::core::v1::Endpoints,
+            ("apps", "Deployment") => k8s_openapi::api::apps::v1::Deployment,
+            ("apps", "ReplicaSet") => k8s_openapi::api::apps::v1::ReplicaSet,
+            ("events.k8s.io", "Event") => k8s_openapi::api::events::v1::Event,
+            ("coordination.k8s.io", "Lease") => k8s_openapi::api::coordination::v1::Lease,
+            ("rbac.authorization.k8s.io", "Role") => k8s_openapi::api::rbac::v1::Role,
+            ("rbac.authorization.k8s.io", "RoleBinding") => k8s_openapi::api::rbac::v1::RoleBinding,
+            ("rbac.authorization.k8s.io", "ClusterRole") => k8s_openapi::api::rbac::v1::ClusterRole,
+            ("rbac.authorization.k8s.io", "ClusterRoleBinding") => k8s_openapi::api::rbac::v1::ClusterRoleBinding,
+            ("discovery.k8s.io", "EndpointSlice") => k8s_openapi::api::discovery::v1::EndpointSlice,
+            $($extra)*
+        }
+    };
+}
+pub(crate) use stored_kinds;
+
 mod defaults;
 pub mod events;
 pub mod names;
