@@ -298,7 +298,9 @@ async fn write_status(
         return Ok(false);
     }
     let api: Api<Microservice> = Api::namespaced(ctx.client.clone(), &ms.namespace().unwrap_or_default());
-    let body = json!({ "status": status_patch_body(new)? });
+    // The version read is a precondition: a status computed from an older CR (a stale cache, or a write from a
+    // replica that has since been replaced) gets 409 and is recomputed, so observedGeneration never goes back.
+    let body = json!({ "metadata": { "resourceVersion": read_version }, "status": status_patch_body(new)? });
     let params = PatchParams { field_manager: Some(MANAGER.to_string()), ..PatchParams::default() };
     api.patch_status(&ms.name_any(), &params, &Patch::Merge(&body))
         .await

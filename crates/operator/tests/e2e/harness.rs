@@ -250,3 +250,9 @@ pub async fn ready_pods_by_image(client: &Client) -> BTreeMap<String, usize> {
     }
     by_image
 }
+
+/// Requests with this verb on this resource that the server accepted (a 409 from a stale-version precondition
+/// changed nothing).
+pub fn succeeded(counts: &kubesim::RequestCounts, verb: &str, resource: &str) -> u64 {
+    counts.counts.iter().filter(|(k, _)| k.verb == verb && k.resource == resource && k.code < 300).map(|(_, n)| n).sum()
+}

@@ -58,7 +58,7 @@ async fn a_new_microservice_goes_from_accepted_to_ready_with_the_desired_childre
 
     // Every status write changed something: none repeats the status the CR already had (a stale cache read after
     // the operator's own write must not cause a second, identical one).
-    let writes = h.sim.requests().count("patch", "microservices/status");
+    let writes = succeeded(&h.sim.requests(), "patch", "microservices/status");
     let mut seen = log.snapshot();
     seen.dedup_by(|a, b| a.status == b.status);
     let changes = seen.iter().filter(|s| s.status != Default::default()).count() as u64;
@@ -311,7 +311,7 @@ async fn a_restart_over_converged_objects_sends_no_writes_and_a_hundred_become_r
     }
     op.stop().await;
     // Under load too, every status write changed something (no repeat after a stale cache read).
-    let writes = h.sim.requests().count("patch", "microservices/status");
+    let writes = succeeded(&h.sim.requests(), "patch", "microservices/status");
     let changes: usize = names
         .iter()
         .map(|name| {
