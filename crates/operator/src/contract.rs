@@ -35,6 +35,18 @@ pub enum Reason {
 }
 
 impl Reason {
+    /// Every reason, e.g. to map a condition's reason string back to one.
+    pub const ALL: [Reason; 8] = [
+        Reason::InvalidImageReference,
+        Reason::MissingTag,
+        Reason::MutableTag,
+        Reason::ImageNotAllowed,
+        Reason::PortOutOfRange,
+        Reason::PortReserved,
+        Reason::ReplicasOutOfRange,
+        Reason::InvalidName,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Reason::InvalidImageReference => "InvalidImageReference",
@@ -334,16 +346,7 @@ mod tests {
 
     #[test]
     fn reasons_are_camel_case_and_distinct() {
-        let all = [
-            Reason::InvalidImageReference,
-            Reason::MissingTag,
-            Reason::MutableTag,
-            Reason::ImageNotAllowed,
-            Reason::PortOutOfRange,
-            Reason::PortReserved,
-            Reason::ReplicasOutOfRange,
-            Reason::InvalidName,
-        ];
+        let all = Reason::ALL;
         let names: std::collections::BTreeSet<_> = all.iter().map(|r| r.as_str()).collect();
         assert_eq!(names.len(), all.len());
         for name in names {

@@ -99,18 +99,7 @@ pub fn verdict(ms: &Microservice) -> Verdict {
 
 /// What a service team should do about a status reason; None when there is nothing to do.
 pub fn next_step(reason: &str, namespace: &str, name: &str, message: &str) -> Option<String> {
-    let contract = [
-        Reason::InvalidImageReference,
-        Reason::MissingTag,
-        Reason::MutableTag,
-        Reason::ImageNotAllowed,
-        Reason::PortOutOfRange,
-        Reason::PortReserved,
-        Reason::ReplicasOutOfRange,
-        Reason::InvalidName,
-    ]
-    .into_iter()
-    .find(|r| r.as_str() == reason);
+    let contract = Reason::ALL.into_iter().find(|r| r.as_str() == reason);
     if let Some(r) = contract {
         let step = match r {
             Reason::InvalidImageReference | Reason::MissingTag | Reason::MutableTag => {
