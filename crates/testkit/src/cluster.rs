@@ -1,0 +1,166 @@
+//! One test cluster, two backends: the suites are written once and `TEST_BACKEND` chooses what they run against.
+//!
+//! - `kubesim` (the default): the in-memory emulator, in-process, with its simulated controllers.
+//! - `real`: [`ControlPlane`], a real kube-apiserver with kube-controller-manager, kube-scheduler and kwok.
+//!
+//! What a test observes is the same on both: a client, a kubeconfig, and the requests the server answered (kubesim
+//! counts them itself; the real server's audit log tells them).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use kube::Client;
+use kubesim::controllers::{ControllerConfig, ImageRule, PodBehaviour};
+use kubesim::{RequestCounts, RequestKey, Sim};
+
+use crate::control_plane::{self, ControlPlane, Options, User};
+
+/// The environment variable that chooses the backend.
+pub const BACKEND_VAR: &str = "TEST_BACKEND";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Kubesim,
+    Real,
+}
+
+impl Backend {
+    /// `TEST_BACKEND`: `kubesim` (or unset) or `real`. Anything else is a mistake worth stopping for.
+    pub fn from_env() -> Backend {
+        match std::env::var(BACKEND_VAR).as_deref() {
+            Err(_) | Ok("") | Ok("kubesim") => Backend::Kubesim,
+            Ok("real") => Backend::Real,
+            Ok(other) => panic!("{BACKEND_VAR}={other} is not a backend: use kubesim or real"),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Kubesim => "kubesim",
+            Backend::Real => "real",
+        }
+    }
+}
+
+/// What a test needs of its cluster, in terms both backends can give.
+#[derive(Clone, Debug, Default)]
+pub struct ClusterOptions {
+    /// How long a scheduled pod takes to become Ready.
+    pub pod_ready_delay: Duration,
+    /// Pods running exactly these images start but never become Ready.
+    pub never_ready_images: Vec<String>,
+    /// Identities beyond the admin (the real server knows them by token; kubesim accepts any token unless RBAC is
+    /// enforced).
+    pub users: Vec<User>,
+}
+
+pub struct Cluster {
+    inner: Inner,
+    client: Client,
+}
+
+enum Inner {
+    Sim(Box<Sim>),
+    Real(Box<ControlPlane>),
+}
+
+impl Cluster {
+    /// Starts the backend `TEST_BACKEND` names; panics with what to do when it cannot.
+    pub async fn start(options: ClusterOptions) -> Cluster {
+        let backend = Backend::from_env();
+        match Cluster::start_on(backend, options).await {
+            Ok(cluster) => cluster,
+            Err(e) => panic!("cannot start the {} test cluster: {e}", backend.name()),
+        }
+    }
+
+    pub async fn start_on(backend: Backend, options: ClusterOptions) -> Result<Cluster, control_plane::Error> {
+        match backend {
+            Backend::Kubesim => {
+                let controllers = ControllerConfig {
+                    ready_delay: options.pod_ready_delay,
+                    image_rules: options
+                        .never_ready_images
+                        .iter()
+                        .map(|image| ImageRule { image_contains: image.clone(), behaviour: PodBehaviour::NeverReady })
+                        .collect(),
+                    ..ControllerConfig::default()
+                };
+                let sim = Sim::builder()
+                    .controllers(controllers)
+                    .start()
+                    .await
+                    .map_err(|e| control_plane::Error::Setup(format!("kubesim: {e}")))?;
+                Ok(Cluster::from_sim(sim))
+            }
+            Backend::Real => {
+                let plane = ControlPlane::start(Options {
+                    pod_ready_delay: options.pod_ready_delay,
+                    never_ready_images: options.never_ready_images,
+                    users: options.users,
+                    ..Options::default()
+                })
+                .await?;
+                let client = plane.client().await?;
+                Ok(Cluster { inner: Inner::Real(Box::new(plane)), client })
+            }
+        }
+    }
+
+    /// A kubesim cluster built by the caller (faults, RBAC, history limits: what only the emulator can do).
+    pub fn from_sim(sim: Sim) -> Cluster {
+        let client = sim.client();
+        Cluster { inner: Inner::Sim(Box::new(sim)), client }
+    }
+
+    pub fn backend(&self) -> Backend {
+        match self.inner {
+            Inner::Sim(_) => Backend::Kubesim,
+            Inner::Real(_) => Backend::Real,
+        }
+    }
+
+    /// A client with every permission.
+    pub fn client(&self) -> Client {
+        self.client.clone()
+    }
+
+    /// The emulator, for what only it can do (fault injection); None on the real control plane.
+    pub fn sim(&self) -> Option<&Sim> {
+        match &self.inner {
+            Inner::Sim(sim) => Some(sim),
+            Inner::Real(_) => None,
+        }
+    }
+
+    /// The real control plane (restart kube-apiserver, the audit log); None on kubesim.
+    pub fn real(&mut self) -> Option<&mut ControlPlane> {
+        match &mut self.inner {
+            Inner::Sim(_) => None,
+            Inner::Real(plane) => Some(plane),
+        }
+    }
+
+    /// An admin kubeconfig, for kubectl and child processes.
+    pub fn kubeconfig_yaml(&self) -> String {
+        match &self.inner {
+            Inner::Sim(sim) => sim.kubeconfig_yaml(),
+            Inner::Real(plane) => std::fs::read_to_string(plane.kubeconfig()).unwrap_or_default(),
+        }
+    }
+
+    /// The requests the server answered so far, by verb, resource and code (the control plane's own components
+    /// and kubesim's simulated controllers are not clients and are not counted).
+    pub fn requests(&self) -> RequestCounts {
+        match &self.inner {
+            Inner::Sim(sim) => sim.requests(),
+            Inner::Real(plane) => {
+                let mut counts = BTreeMap::new();
+                for r in plane.audit().requests() {
+                    *counts.entry(RequestKey { verb: r.verb, resource: r.resource, code: r.code }).or_insert(0) += 1;
+                }
+                RequestCounts { counts }
+            }
+        }
+    }
+}
