@@ -1002,6 +1002,7 @@ impl Cluster {
         }
         if let PatchBody::Apply(body) = &patch {
             let manager = opts.field_manager.clone().filter(|m| !m.is_empty()).ok_or_else(invalid_apply_manager)?;
+            self.check_applied_fields(&rt, name, body)?;
             let exists = {
                 let st = self.inner.store.lock();
                 st.get(&ResourceKey::of(&rt), &key_of(&rt, ns, name)).is_some()
@@ -1050,7 +1051,44 @@ impl Cluster {
             return self.write_scale(&rt, ns, name, opts, move |scale| apply_patch(&rt_scale(), scale, &patch2));
         }
         let rt2 = rt.clone();
-        self.modify(&rt, ns, name, sub, opts, move |cur| apply_patch(&rt2, cur, &patch), None, false)
+        let patched = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let seen = patched.clone();
+        let apply = move |cur: &Value| {
+            let result = apply_patch(&rt2, cur, &patch)?;
+            *seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(result.clone());
+            Ok(result)
+        };
+        match self.modify(&rt, ns, name, sub, opts, apply, None, false) {
+            // A custom resource's patched object is decoded strictly as a whole: upstream reports the failure as
+            // an invalid `patch` field holding the patched object, not as the 400 a create or update gets.
+            Err(e) if rt.is_crd() && e.code == 400 && e.message.starts_with("strict decoding error") => {
+                let object = patched.lock().unwrap_or_else(|p| p.into_inner()).take().unwrap_or(Value::Null);
+                let quoted = serde_json::to_string(&object.to_string()).unwrap_or_default();
+                let cause = Cause::new("FieldValueInvalid", format!("Invalid value: {quoted}: {}", e.message), "patch");
+                Err(ApiError::invalid("", "", "", vec![cause]))
+            }
+            other => other,
+        }
+    }
+
+    /// An applied configuration must fit the custom resource's schema whatever fieldValidation says: upstream
+    /// builds a typed object from it first and answers a field outside the schema with a 500 (no pruning).
+    fn check_applied_fields(&self, rt: &ResourceType, name: &str, body: &Value) -> ApiResult<()> {
+        let Some(schema) = self.schema_for(rt).filter(|_| rt.is_crd()) else { return Ok(()) };
+        let mut probe = body.clone();
+        let Some(first) = schema.prune(&mut probe).into_iter().next() else { return Ok(()) };
+        let namespace = body.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default();
+        let group_version =
+            if rt.group.is_empty() { rt.version.clone() } else { format!("{}/{}", rt.group, rt.version) };
+        Err(ApiError::new(
+            500,
+            "",
+            format!(
+                "failed to create typed patch object ({namespace}/{name}; {group_version}, Kind={}): .{first}: field not \
+                 declared in schema",
+                rt.kind
+            ),
+        ))
     }
 
     pub fn delete(

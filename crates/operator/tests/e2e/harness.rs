@@ -1,5 +1,6 @@
-//! A cluster for end-to-end tests: the kubesim API server (with its simulated controller-manager) on 127.0.0.1,
-//! the Microservice CRD installed, namespace `todo`, and the real operator running against it over HTTP.
+//! A cluster for end-to-end tests: the backend `TEST_BACKEND` chooses (kubesim with its simulated controllers, or
+//! a real kube-apiserver with kube-controller-manager, kube-scheduler and kwok), the Microservice CRD installed,
+//! namespace `todo`, and the real operator running against it over HTTPS.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -18,6 +19,7 @@ use kubesim::faults::FaultConfig;
 use microservice_operator::controller::{self, Config};
 use microservice_operator::crd::{Condition, ConditionStatus, ConditionType, Microservice, MicroserviceStatus};
 use microservice_operator::metrics::Metrics;
+use microservice_testkit::{Cluster, ClusterOptions};
 use serde_json::json;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -29,7 +31,7 @@ pub const IMAGE_V2: &str = "ghcr.io/example/todo-api:2.0.0";
 pub const DEADLINE: Duration = Duration::from_secs(60);
 
 pub struct Harness {
-    pub sim: Sim,
+    pub cluster: Cluster,
     pub client: Client,
 }
 
@@ -56,18 +58,21 @@ impl Drop for Operator {
 }
 
 impl Harness {
-    pub async fn start(controllers: ControllerConfig) -> Harness {
-        Self::start_with(controllers, FaultConfig::default()).await
+    /// A cluster on the backend `TEST_BACKEND` names.
+    pub async fn start(options: ClusterOptions) -> Harness {
+        init_logs();
+        Self::install(Cluster::start(options).await).await
     }
 
-    pub async fn start_with(controllers: ControllerConfig, faults: FaultConfig) -> Harness {
-        // RUST_LOG=info shows the operator's logs for a failing test.
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .with_test_writer()
-            .try_init();
+    /// Always kubesim: faults only the emulator can inject.
+    pub async fn start_emulator_with(controllers: ControllerConfig, faults: FaultConfig) -> Harness {
+        init_logs();
         let sim = Sim::builder().controllers(controllers).faults(faults).start().await.expect("start kubesim");
-        let client = sim.client();
+        Self::install(Cluster::from_sim(sim)).await
+    }
+
+    async fn install(cluster: Cluster) -> Harness {
+        let client = cluster.client();
         let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
         crds.create(&PostParams::default(), &Microservice::crd()).await.expect("install the CRD");
         let established = await_condition(crds, "microservices.platform.example.com", conditions::is_crd_established());
@@ -75,7 +80,12 @@ impl Harness {
         let namespaces: Api<Namespace> = Api::all(client.clone());
         let ns = serde_json::from_value(json!({"metadata": {"name": NS}})).expect("namespace");
         namespaces.create(&PostParams::default(), &ns).await.expect("create namespace todo");
-        Harness { sim, client }
+        Harness { cluster, client }
+    }
+
+    /// The requests the API server answered so far (see `Cluster::requests`).
+    pub fn requests(&self) -> kubesim::RequestCounts {
+        self.cluster.requests()
     }
 
     pub fn config(&self) -> Config {
@@ -175,6 +185,14 @@ impl Harness {
         *log.task.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
         log
     }
+}
+
+fn init_logs() {
+    // RUST_LOG=info shows the operator's logs for a failing test.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
 }
 
 #[derive(Clone, Debug)]

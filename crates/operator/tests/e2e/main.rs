@@ -1,5 +1,5 @@
-//! The operator end to end against kubesim over HTTP, as against a cluster: every behaviour a service team or a
-//! platform team would notice.
+//! The operator end to end against a cluster, every behaviour a service team or a platform team would notice:
+//! written once, run on kubesim (the default) and on a real control plane (`TEST_BACKEND=real`).
 
 mod harness;
 
@@ -9,21 +9,21 @@ use harness::*;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::ResourceExt;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kubesim::controllers::{ControllerConfig, ImageRule, PodBehaviour};
 use microservice_operator::contract::validate_object;
 use microservice_operator::crd::{ConditionStatus, ConditionType, Phase};
 use microservice_operator::desired::{desired_deployment, desired_service};
 use microservice_operator::drift::differs;
 use microservice_operator::profile::PlatformProfile;
+use microservice_testkit::ClusterOptions;
 use serde_json::json;
 
 /// Pods take a moment to become ready, so intermediate states are observable.
-fn slow_pods() -> ControllerConfig {
-    ControllerConfig { ready_delay: Duration::from_millis(300), ..ControllerConfig::default() }
+fn slow_pods() -> ClusterOptions {
+    ClusterOptions { pod_ready_delay: Duration::from_millis(300), ..ClusterOptions::default() }
 }
 
-fn instant_pods() -> ControllerConfig {
-    ControllerConfig::default()
+fn instant_pods() -> ClusterOptions {
+    ClusterOptions::default()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -58,7 +58,7 @@ async fn a_new_microservice_goes_from_accepted_to_ready_with_the_desired_childre
 
     // Every status write changed something: none repeats the status the CR already had (a stale cache read after
     // the operator's own write must not cause a second, identical one).
-    let writes = succeeded(&h.sim.requests(), "patch", "microservices/status");
+    let writes = succeeded(&h.requests(), "patch", "microservices/status");
     let mut seen = log.snapshot();
     seen.dedup_by(|a, b| a.status == b.status);
     let changes = seen.iter().filter(|s| s.status != Default::default()).count() as u64;
@@ -132,11 +132,8 @@ async fn an_image_update_is_never_ready_before_the_new_rollout_completes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rollout_that_misses_its_deadline_is_degraded_and_a_fixed_image_recovers() {
     let broken = "ghcr.io/example/todo-api:9.9.9-broken";
-    let controllers = ControllerConfig {
-        image_rules: vec![ImageRule { image_contains: "9.9.9-broken".into(), behaviour: PodBehaviour::NeverReady }],
-        ..ControllerConfig::default()
-    };
-    let h = Harness::start(controllers).await;
+    let h =
+        Harness::start(ClusterOptions { never_ready_images: vec![broken.into()], ..ClusterOptions::default() }).await;
     let mut config = h.config();
     config.profile.progress_deadline_seconds = 2;
     let _op = h.operator_with(config);
@@ -214,7 +211,7 @@ async fn deleted_and_hand_edited_children_are_repaired() {
 async fn an_invalid_spec_is_refused_with_one_status_write_and_nothing_deployed() {
     let h = Harness::start(instant_pods()).await;
     let op = h.operator();
-    let before = h.sim.requests();
+    let before = h.requests();
     h.create("nginx", "docker.io/library/nginx:1.27").await;
     h.create("latest", "ghcr.io/example/todo-api:latest").await;
 
@@ -242,7 +239,7 @@ async fn an_invalid_spec_is_refused_with_one_status_write_and_nothing_deployed()
     }
     h.eventually("two more reconciles", || async { (op.metrics.reconciles() >= reconciles + 2).then_some(()) }).await;
 
-    let spent = h.sim.requests().since(&before);
+    let spent = h.requests().since(&before);
     assert_eq!(spent.writes_to("deployments"), 0, "{spent:?}");
     assert_eq!(spent.writes_to("services"), 0, "{spent:?}");
     assert_eq!(spent.count("patch", "microservices/status"), 2, "one status write per invalid CR: {spent:?}");
@@ -311,7 +308,7 @@ async fn a_restart_over_converged_objects_sends_no_writes_and_a_hundred_become_r
     }
     op.stop().await;
     // Under load too, every status write changed something (no repeat after a stale cache read).
-    let writes = succeeded(&h.sim.requests(), "patch", "microservices/status");
+    let writes = succeeded(&h.requests(), "patch", "microservices/status");
     let changes: usize = names
         .iter()
         .map(|name| {
@@ -322,20 +319,22 @@ async fn a_restart_over_converged_objects_sends_no_writes_and_a_hundred_become_r
         .sum();
     assert_eq!(writes, changes as u64, "status writes vs. distinct statuses seen over 100 CRs");
 
-    let before = h.sim.requests();
+    let before = h.requests();
     let op = h.operator();
     // Each of the 100 is reconciled on start; wait for all of them.
     h.eventually("every Microservice reconciled after the restart", || async {
         (op.metrics.reconciles() >= 100).then_some(())
     })
     .await;
-    let spent = h.sim.requests().since(&before);
+    let spent = h.requests().since(&before);
     assert_eq!(spent.writes(), 0, "a restart over converged objects writes nothing: {spent:?}");
     for name in &names {
         assert_eq!(h.deployments_of(name).await.len(), 1);
     }
 }
 
+/// Emulator faults (a share of 5xx answers, watches cut after N events): on kubesim whatever the backend; the real
+/// server's faults (kube-apiserver killed and restarted) are the chaos suite's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn it_converges_through_injected_server_errors_and_dropped_watches() {
     let faults = serde_json::from_value(json!({
@@ -347,7 +346,7 @@ async fn it_converges_through_injected_server_errors_and_dropped_watches() {
         "watch": [{"resource": "*", "dropAfterEvents": 20}]
     }))
     .unwrap();
-    let h = Harness::start_with(instant_pods(), faults).await;
+    let h = Harness::start_emulator_with(kubesim::controllers::ControllerConfig::default(), faults).await;
     let _op = h.operator();
     let names: Vec<String> = (0..10).map(|i| format!("chaos-{i}")).collect();
     for name in &names {
@@ -362,7 +361,7 @@ async fn it_converges_through_injected_server_errors_and_dropped_watches() {
         assert_eq!(h.deployments_of(name).await.len(), 1, "exactly one Deployment for {name}");
         assert!(h.services().get_opt(name).await.unwrap().is_some(), "a Service for {name}");
     }
-    let injected = h.sim.requests().code(500) + h.sim.requests().code(503);
+    let injected = h.requests().code(500) + h.requests().code(503);
     assert!(injected > 0, "faults were injected");
 }
 
@@ -405,13 +404,26 @@ async fn specs_the_crd_schema_rejects_never_reach_the_operator() {
         "metadata": {"name": "unknown-field"}, "spec": {"image": IMAGE_V1, "port": 8080, "debug": true}
     }))
     .unwrap();
-    // kubectl sends fieldValidation=Strict: the server refuses the unknown field.
-    let strict = PatchParams::apply("kubectl").validation_strict();
-    let err = dynamic.patch("unknown-field", &strict, &Patch::Apply(&unknown)).await.unwrap_err();
-    assert!(matches!(&err, kube::Error::Api(s) if s.code == 400 && s.message.contains("debug")), "{err}");
+    // kubectl sends fieldValidation=Strict: the server refuses the unknown field, naming it (400 from a create or an
+    // update; a server-side apply fails to build its typed object first, which kube-apiserver answers with a 500).
+    let apply = PatchParams::apply("kubectl").validation_strict();
+    let err = dynamic.patch("unknown-field", &apply, &Patch::Apply(&unknown)).await.unwrap_err();
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 500 && s.message.contains(".spec.debug: field not declared in schema")),
+        "{err}"
+    );
     // Without it the field is pruned: it never reaches the operator.
     let created = dynamic.create(&PostParams::default(), &unknown).await.unwrap();
     assert!(created.data["spec"].get("debug").is_none(), "{:?}", created.data);
+    // A strict merge patch of a custom resource: 422, the patched object named as an invalid `patch`.
+    let strict = PatchParams::default().validation_strict();
+    let debug = Patch::Merge(json!({"spec": {"debug": true}}));
+    let err = dynamic.patch("unknown-field", &strict, &debug).await.unwrap_err();
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 422
+            && s.message.contains(r#"strict decoding error: unknown field "spec.debug""#)),
+        "{err}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
