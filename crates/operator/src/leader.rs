@@ -102,7 +102,12 @@ impl Campaign {
                     changed = manager.changed().boxed();
                 }
                 _ = check.tick() => {
-                    let current = self.leases.get_opt(&self.name).await;
+                    // Bounded: a request on a connection whose server vanished can wait for the client's read
+                    // timeout (minutes), far past the renew deadline this check enforces.
+                    let current = match tokio::time::timeout(RETRY_PERIOD, self.leases.get_opt(&self.name)).await {
+                        Ok(answer) => answer.map_err(|e| e.to_string()),
+                        Err(_) => Err(format!("no answer within {}s", RETRY_PERIOD.as_secs())),
+                    };
                     match (confirmed, current) {
                         (Some(_), Ok(Some(lease))) => {
                             let holder = lease.spec.and_then(|s| s.holder_identity);

@@ -10,8 +10,8 @@ mod harness;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::SignedDuration;
 use kube::api::{Api, Patch, PatchParams};
-use kubesim::controllers::ControllerConfig;
 use kubesim::faults::ErrorRule;
+use microservice_testkit::ClusterOptions;
 use serde_json::json;
 
 use harness::{Harness, IMAGE_V1, IMAGE_V2, NS};
@@ -56,9 +56,9 @@ async fn master_status(op: &Operator) -> f64 {
 }
 
 async fn two_replicas(test: &str) -> (Harness, Operator, Operator) {
-    let h = Harness::start(ControllerConfig::default()).await;
+    let h = Harness::start(ClusterOptions::default()).await;
     let kubeconfig = scratch(test).join("kubeconfig");
-    h.sim.write_kubeconfig(&kubeconfig).unwrap();
+    h.write_kubeconfig(&kubeconfig);
     let a = Operator::start("replica-a", &kubeconfig, &[]).await;
     wait_leads(&h, &a).await;
     let b = Operator::start("replica-b", &kubeconfig, &[]).await;
@@ -131,22 +131,28 @@ async fn sigterm_exits_zero_and_releases_the_lease_to_the_standby() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leader_that_cannot_renew_its_lease_steps_down_and_exits_1() {
-    let h = Harness::start(ControllerConfig::default()).await;
+    let mut h = Harness::start(ClusterOptions::default()).await;
     let kubeconfig = scratch("renew").join("kubeconfig");
-    h.sim.write_kubeconfig(&kubeconfig).unwrap();
+    h.write_kubeconfig(&kubeconfig);
     let mut a = Operator::start("replica-a", &kubeconfig, &[]).await;
     wait_leads(&h, &a).await;
 
-    // Every Lease request fails from now on: the leader can neither renew nor confirm its Lease.
-    let mut faults = h.sim.faults().config();
-    faults.errors.push(ErrorRule {
-        verb: "*".into(),
-        resource: "leases".into(),
-        rate: 1.0,
-        code: 500,
-        retry_after_seconds: None,
-    });
-    h.sim.faults().set_config(faults);
+    // From now on the leader can neither renew nor confirm its Lease: every Lease request fails on kubesim; the
+    // real kube-apiserver is killed and stays down.
+    match h.cluster.sim() {
+        Some(sim) => {
+            let mut faults = sim.faults().config();
+            faults.errors.push(ErrorRule {
+                verb: "*".into(),
+                resource: "leases".into(),
+                rate: 1.0,
+                code: 500,
+                retry_after_seconds: None,
+            });
+            sim.faults().set_config(faults);
+        }
+        None => h.cluster.real().expect("a real control plane").stop_apiserver().expect("stop kube-apiserver"),
+    }
 
     let status = a.exited(DEADLINE).await;
     assert_eq!(status.code(), Some(1), "{}", a.stderr());
@@ -160,9 +166,9 @@ async fn a_leader_that_cannot_renew_its_lease_steps_down_and_exits_1() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leader_whose_lease_was_taken_stops_and_exits_1() {
-    let h = Harness::start(ControllerConfig::default()).await;
+    let h = Harness::start(ClusterOptions::default()).await;
     let kubeconfig = scratch("taken").join("kubeconfig");
-    h.sim.write_kubeconfig(&kubeconfig).unwrap();
+    h.write_kubeconfig(&kubeconfig);
     let mut a = Operator::start("replica-a", &kubeconfig, &[]).await;
     wait_leads(&h, &a).await;
 

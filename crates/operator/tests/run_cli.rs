@@ -10,7 +10,7 @@ mod harness;
 use std::process::Output;
 
 use harness::{Harness, IMAGE_V1};
-use kubesim::controllers::ControllerConfig;
+use microservice_testkit::ClusterOptions;
 use operator_process::{DEADLINE, Operator, command, eventually, scratch};
 
 fn output(args: &[&str]) -> Output {
@@ -145,9 +145,9 @@ fn an_unknown_context_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_single_replica_serves_metrics_and_probes_reconciles_and_stops_on_sigterm() {
-    let h = Harness::start(ControllerConfig::default()).await;
+    let h = Harness::start(ClusterOptions::default()).await;
     let kubeconfig = scratch("single").join("kubeconfig");
-    h.sim.write_kubeconfig(&kubeconfig).unwrap();
+    h.write_kubeconfig(&kubeconfig);
     let mut op = Operator::start("single", &kubeconfig, &["--leader-elect=false", "--concurrency", "4"]).await;
 
     eventually("/readyz to answer 200", || async { (op.get("/readyz").await?.0 == 200).then_some(()) }).await;
@@ -188,9 +188,9 @@ fn an_invalid_log_filter_is_refused_before_connecting() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unsupported_otlp_protocol_is_refused() {
-    let h = Harness::start(ControllerConfig::default()).await;
+    let h = Harness::start(ClusterOptions::default()).await;
     let kubeconfig = scratch("otlp-protocol").join("kubeconfig");
-    h.sim.write_kubeconfig(&kubeconfig).unwrap();
+    h.write_kubeconfig(&kubeconfig);
     let out = command(&["run", "--kubeconfig", kubeconfig.to_str().unwrap(), "--leader-elect=false"])
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
         .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
@@ -205,9 +205,9 @@ async fn an_unsupported_otlp_protocol_is_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_otlp_set_spans_are_sent_to_the_collector_and_a_silent_one_does_not_block_the_exit() {
     use tokio::io::AsyncReadExt;
-    let h = Harness::start(ControllerConfig::default()).await;
+    let h = Harness::start(ClusterOptions::default()).await;
     let kubeconfig = scratch("otlp").join("kubeconfig");
-    h.sim.write_kubeconfig(&kubeconfig).unwrap();
+    h.write_kubeconfig(&kubeconfig);
     let collector = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let endpoint = format!("http://{}", collector.local_addr().unwrap());
     let received = tokio::spawn(async move {
@@ -254,9 +254,9 @@ async fn a_cluster_without_the_crd_is_one_line_saying_how_to_install_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_malformed_selector_is_refused_at_start() {
-    let h = Harness::start(ControllerConfig::default()).await;
+    let h = Harness::start(ClusterOptions::default()).await;
     let kubeconfig = scratch("selector").join("kubeconfig");
-    h.sim.write_kubeconfig(&kubeconfig).unwrap();
+    h.write_kubeconfig(&kubeconfig);
     let out = output(&["run", "--kubeconfig", kubeconfig.to_str().unwrap(), "--selector", "tier in (web"]);
     assert_eq!(out.status.code(), Some(2));
     let text = stderr(&out);

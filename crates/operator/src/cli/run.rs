@@ -251,8 +251,24 @@ async fn run_operator(args: RunArgs) -> Result<(), RunError> {
         },
     ));
 
+    // Lost leadership ends the run like a shutdown does: in-flight reconciles get the shutdown timeout, not forever
+    // (with the API server gone, a request can wait for the client's read timeout).
+    let mut leading = leadership.subscribe();
+    let lost_then_deadline = async move {
+        let _ = leading.wait_for(|leads| *leads).await;
+        let _ = leading.wait_for(|leads| !*leads).await;
+        tokio::time::sleep(settings.shutdown_timeout).await;
+    };
     let outcome = tokio::select! {
         stopped = &mut controller => stopped.map_err(|e| RunError::Controller(e.to_string())),
+        () = lost_then_deadline => {
+            controller.abort();
+            warn!(
+                timeout_seconds = settings.shutdown_timeout.as_secs(),
+                "in-flight reconciles did not finish within the shutdown timeout after the Lease was lost"
+            );
+            Ok(Stopped::LostLeadership)
+        }
         () = signals.received() => {
             let deadline = Instant::now() + settings.shutdown_timeout.saturating_sub(AFTER_CONTROLLER);
             info!(

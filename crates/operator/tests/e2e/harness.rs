@@ -83,6 +83,12 @@ impl Harness {
         Harness { cluster, client }
     }
 
+    /// An admin kubeconfig for child processes (the operator binary, kubectl).
+    #[allow(dead_code)] // used by the suites that include this harness, not by e2e itself
+    pub fn write_kubeconfig(&self, path: &std::path::Path) {
+        std::fs::write(path, self.cluster.kubeconfig_yaml()).expect("write the kubeconfig");
+    }
+
     /// The requests the API server answered so far (see `Cluster::requests`).
     pub fn requests(&self) -> kubesim::RequestCounts {
         self.cluster.requests()
