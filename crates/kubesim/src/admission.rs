@@ -52,9 +52,10 @@ struct Denial {
 }
 
 /// Compiled CEL programs by source text: policies are re-read on every write, compiling once keeps that cheap.
-static PROGRAMS: LazyLock<Mutex<HashMap<String, Result<Arc<Program>, String>>>> = LazyLock::new(Default::default);
+type Compiled = Result<Arc<Program>, String>;
+static PROGRAMS: LazyLock<Mutex<HashMap<String, Compiled>>> = LazyLock::new(Default::default);
 
-fn compile(source: &str) -> Result<Arc<Program>, String> {
+fn compile(source: &str) -> Compiled {
     let mut cache = PROGRAMS.lock().unwrap_or_else(|p| p.into_inner());
     cache
         .entry(source.to_string())

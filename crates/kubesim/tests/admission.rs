@@ -22,7 +22,8 @@ fn cluster(policy_spec: Value) -> Cluster {
     for (k, v) in policy_spec.as_object().unwrap() {
         spec[k] = v.clone();
     }
-    create(&cluster, AR, "validatingadmissionpolicies", None, json!({"metadata": {"name": "p"}, "spec": spec})).unwrap();
+    create(&cluster, AR, "validatingadmissionpolicies", None, json!({"metadata": {"name": "p"}, "spec": spec}))
+        .unwrap();
     cluster
 }
 
@@ -109,7 +110,11 @@ fn params_come_from_the_bound_object_and_a_missing_one_follows_parameter_not_fou
     );
     let secret = |name: &str| create(&cluster, "", "secrets", Some("team"), json!({"metadata": {"name": name}}));
     let e = secret("x").unwrap_err();
-    assert!(e.message.ends_with("no params found for policy binding with `Deny` parameterNotFoundAction"), "{}", e.message);
+    assert!(
+        e.message.ends_with("no params found for policy binding with `Deny` parameterNotFoundAction"),
+        "{}",
+        e.message
+    );
     configmap(&cluster, "rules", json!({"banned": "evil"})).unwrap();
     assert!(secret("good").is_ok());
     let e = secret("evil").unwrap_err();
