@@ -662,6 +662,17 @@ impl Cluster {
             allocate_cluster_ip(&st, &rt, &mut obj)?;
         }
         self.validate(&rt, &obj, None)?;
+        let attributes = crate::admission::Attributes {
+            rt: &rt,
+            subresource: "",
+            operation: "CREATE",
+            namespace: &ns,
+            name: &name,
+            object: &obj,
+            old_object: None,
+            dry_run: opts.dry_run,
+        };
+        warnings.extend(self.admit(&st, &attributes)?);
         if opts.dry_run {
             return Ok(WriteOutcome { object: present(&rt, &obj), created: true, warnings });
         }
@@ -761,6 +772,13 @@ impl Cluster {
         Err(invalid(rt, meta_str(obj, "name").unwrap_or_default(), causes))
     }
 
+    /// The ValidatingAdmissionPolicies of the store, on a write about to be stored (warnings, or the denial).
+    fn admit(&self, st: &State, attributes: &crate::admission::Attributes) -> ApiResult<Vec<String>> {
+        let registry = self.registry();
+        let resolve = |api_version: &str, kind: &str| registry.resolve_kind(api_version, kind);
+        crate::admission::admit(st, attributes, &resolve)
+    }
+
     /// PUT.
     pub fn update(
         &self,
@@ -847,6 +865,23 @@ impl Cluster {
             &cur
         };
         let mutation = self.prepare_update(rt, cur_seen, new, sub, opts, manager, &now, &mut warnings)?;
+        if let Mutation::Put(new) = &mutation {
+            let attributes = crate::admission::Attributes {
+                rt,
+                subresource: match sub {
+                    Subresource::Main => "",
+                    Subresource::Status => "status",
+                    Subresource::Scale => "scale",
+                },
+                operation: "UPDATE",
+                namespace: &key.0,
+                name,
+                object: new,
+                old_object: Some(cur_seen),
+                dry_run: opts.dry_run,
+            };
+            warnings.extend(self.admit(&st, &attributes)?);
+        }
         if opts.dry_run {
             let object = match &mutation {
                 Mutation::Put(v) => present(rt, v),

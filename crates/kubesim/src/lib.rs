@@ -13,8 +13,10 @@
 //! - [`patch`]: merge, JSON, strategic merge patches and server-side apply with managedFields.
 //! - [`controllers`]: the simulated controller-manager (Deployments, ReplicaSets, Pods, garbage collection).
 //! - [`faults`]: seeded fault injection.
+//! - [`admission`]: ValidatingAdmissionPolicies and their bindings, evaluated on every create and update.
 //! - [`auth`], [`rbac`]: bearer-token authentication and the RBAC authorizer (enforced when asked).
 
+pub mod admission;
 pub mod auth;
 pub mod builtin;
 pub mod cluster;

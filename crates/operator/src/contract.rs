@@ -8,6 +8,7 @@ use thiserror::Error;
 use crate::crd::{Microservice, MicroserviceSpec};
 use crate::image::ImageReference;
 use crate::profile::{MAX_PORT, MAX_REPLICAS, MIN_PORT, MIN_REPLICAS, PlatformProfile};
+use crate::wording;
 
 /// A spec the platform accepted, with the values the desired state is built from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -90,21 +91,22 @@ pub fn validate(spec: &MicroserviceSpec, profile: &PlatformProfile) -> Result<Co
         violations.push(Violation {
             reason: Reason::PortOutOfRange,
             field: "spec.port",
-            message: format!(
-                "port {} is outside {MIN_PORT}-{MAX_PORT}; the container runs unprivileged, so listen on an \
-                 unprivileged port such as 8080",
-                spec.port
+            message: wording::render(
+                wording::PORT_OUT_OF_RANGE,
+                &[("port", &spec.port.to_string()), ("min", &MIN_PORT.to_string()), ("max", &MAX_PORT.to_string())],
             ),
         });
     } else if profile.reserved_ports.contains(&spec.port) {
         violations.push(Violation {
             reason: Reason::PortReserved,
             field: "spec.port",
-            message: format!(
-                "port {} is reserved by the platform (reserved: {}); choose another port, e.g. {}",
-                spec.port,
-                join_ports(&profile.reserved_ports),
-                free_port_suggestion(profile)
+            message: wording::render(
+                wording::PORT_RESERVED,
+                &[
+                    ("port", &spec.port.to_string()),
+                    ("reserved", &join_ports(&profile.reserved_ports)),
+                    ("suggestion", &free_port_suggestion(profile).to_string()),
+                ],
             ),
         });
     }
@@ -113,10 +115,14 @@ pub fn validate(spec: &MicroserviceSpec, profile: &PlatformProfile) -> Result<Co
         violations.push(Violation {
             reason: Reason::ReplicasOutOfRange,
             field: "spec.replicas",
-            message: format!(
-                "replicas {replicas} is outside {MIN_REPLICAS}-{MAX_REPLICAS}; set a number in that range or \
-                 leave replicas out to get the platform default ({})",
-                profile.default_replicas
+            message: wording::render(
+                wording::REPLICAS_OUT_OF_RANGE,
+                &[
+                    ("replicas", &replicas.to_string()),
+                    ("min", &MIN_REPLICAS.to_string()),
+                    ("max", &MAX_REPLICAS.to_string()),
+                    ("default", &profile.default_replicas.to_string()),
+                ],
             ),
         });
     }
@@ -135,10 +141,7 @@ pub fn validate_object(ms: &Microservice, profile: &PlatformProfile) -> Result<C
     let name_violation = (!is_dns1035_label(name)).then(|| Violation {
         reason: Reason::InvalidName,
         field: "metadata.name",
-        message: format!(
-            "name `{name}` cannot name a Service: use at most 63 lowercase letters, digits and `-`, starting with a \
-             letter and ending with a letter or digit, e.g. `todo-api`"
-        ),
+        message: wording::render(wording::INVALID_NAME, &[("name", name)]),
     });
     match (validate(&ms.spec, profile), name_violation) {
         (Ok(contract), None) => Ok(contract),
@@ -156,9 +159,9 @@ fn check_image(image: &str, profile: &PlatformProfile) -> Result<(String, ImageR
         vec![Violation {
             reason: Reason::InvalidImageReference,
             field: "spec.image",
-            message: format!(
-                "`{image}` is not an image reference ({e}); write REPOSITORY:TAG or REPOSITORY@sha256:DIGEST, e.g. \
-                 `{example}`"
+            message: wording::render(
+                wording::INVALID_IMAGE_REFERENCE,
+                &[("image", image), ("error", &e.to_string()), ("example", &example)],
             ),
         }]
     })?;
@@ -169,13 +172,19 @@ fn check_image(image: &str, profile: &PlatformProfile) -> Result<(String, ImageR
         violations.push(Violation {
             reason: Reason::ImageNotAllowed,
             field: "spec.image",
-            message: format!(
-                "repository `{repository}` is not one the platform runs (allowed: {}); use e.g. `{}`",
-                profile.allowed_repositories.join(", "),
-                example_image(
-                    profile,
-                    reference.tag.as_deref().filter(|t| !profile.mutable_tags.iter().any(|m| m == t))
-                )
+            message: wording::render(
+                wording::IMAGE_NOT_ALLOWED,
+                &[
+                    ("repository", &repository),
+                    ("allowed", &profile.allowed_repositories.join(", ")),
+                    (
+                        "example",
+                        &example_image(
+                            profile,
+                            reference.tag.as_deref().filter(|t| !profile.mutable_tags.iter().any(|m| m == t)),
+                        ),
+                    ),
+                ],
             ),
         });
     }
@@ -184,18 +193,12 @@ fn check_image(image: &str, profile: &PlatformProfile) -> Result<(String, ImageR
         (None, None) => violations.push(Violation {
             reason: Reason::MissingTag,
             field: "spec.image",
-            message: format!(
-                "`{image}` has no tag or digest, so what runs could change without a spec change; pin a version, \
-                 e.g. `{written}:1.4.2` or `{written}@sha256:<digest>`"
-            ),
+            message: wording::render(wording::MISSING_TAG, &[("image", image), ("written", &written)]),
         }),
         (Some(tag), None) if profile.mutable_tags.iter().any(|m| m == tag) => violations.push(Violation {
             reason: Reason::MutableTag,
             field: "spec.image",
-            message: format!(
-                "tag `{tag}` is mutable (it moves to new images), so rollouts would not be reproducible; use a version \
-                 tag or a digest, e.g. `{written}:1.4.2` or `{written}@sha256:<digest>`"
-            ),
+            message: wording::render(wording::MUTABLE_TAG, &[("tag", tag), ("written", &written)]),
         }),
         // A digest pins the content even next to a mutable tag: the runtime pulls by digest.
         _ => {}
@@ -215,16 +218,20 @@ fn reference_name(reference: &ImageReference) -> String {
     }
 }
 
-fn example_image(profile: &PlatformProfile, tag: Option<&str>) -> String {
-    let repository = profile.allowed_repositories.first().map_or("ghcr.io/example/todo-api", String::as_str);
-    format!("{repository}:{}", tag.unwrap_or("1.4.2"))
+/// The repository the examples name (the first allowed one).
+pub(crate) fn example_repository(profile: &PlatformProfile) -> &str {
+    profile.allowed_repositories.first().map_or("ghcr.io/example/todo-api", String::as_str)
 }
 
-fn join_ports(ports: &[i32]) -> String {
+fn example_image(profile: &PlatformProfile, tag: Option<&str>) -> String {
+    format!("{}:{}", example_repository(profile), tag.unwrap_or(wording::EXAMPLE_TAG))
+}
+
+pub(crate) fn join_ports(ports: &[i32]) -> String {
     ports.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }
 
-fn free_port_suggestion(profile: &PlatformProfile) -> i32 {
+pub(crate) fn free_port_suggestion(profile: &PlatformProfile) -> i32 {
     (8080..=MAX_PORT).find(|p| !profile.reserved_ports.contains(p)).unwrap_or(MIN_PORT)
 }
 

@@ -7,10 +7,10 @@ use thiserror::Error;
 
 /// Registry assumed when a reference names none, as container runtimes do.
 pub const DEFAULT_REGISTRY: &str = "docker.io";
-const LEGACY_DEFAULT_REGISTRY: &str = "index.docker.io";
-const OFFICIAL_PREFIX: &str = "library";
-const MAX_NAME_LEN: usize = 255;
-const MAX_TAG_LEN: usize = 128;
+pub const LEGACY_DEFAULT_REGISTRY: &str = "index.docker.io";
+pub const OFFICIAL_PREFIX: &str = "library";
+pub const MAX_NAME_LEN: usize = 255;
+pub const MAX_TAG_LEN: usize = 128;
 
 /// Why a string is not an image reference.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]

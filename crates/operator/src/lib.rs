@@ -1,6 +1,7 @@
 //! The Microservice operator: the custom resource, the platform contract, the desired state (pure), and the
 //! reconcile loop around them.
 
+pub mod admission_policy;
 pub mod backoff;
 pub mod cli;
 pub mod contract;
@@ -20,4 +21,5 @@ pub mod reconcile;
 pub mod settings;
 pub mod status;
 pub mod telemetry;
+pub mod wording;
 pub mod written;

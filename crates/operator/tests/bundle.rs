@@ -76,7 +76,9 @@ fn samples_stay_out_of_the_bundle() {
             "Role",
             "RoleBinding",
             "Service",
-            "Deployment"
+            "Deployment",
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding"
         ],
         "namespaces and the CRD come before what needs them"
     );

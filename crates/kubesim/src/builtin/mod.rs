@@ -27,6 +27,10 @@ macro_rules! stored_kinds {
             ("rbac.authorization.k8s.io", "ClusterRole") => k8s_openapi::api::rbac::v1::ClusterRole,
             ("rbac.authorization.k8s.io", "ClusterRoleBinding") => k8s_openapi::api::rbac::v1::ClusterRoleBinding,
             ("discovery.k8s.io", "EndpointSlice") => k8s_openapi::api::discovery::v1::EndpointSlice,
+            ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") =>
+                k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy,
+            ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") =>
+                k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding,
             $($extra)*
         }
     };

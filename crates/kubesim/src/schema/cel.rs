@@ -19,7 +19,7 @@ use serde_json::Value;
 use crate::builtin::names::err;
 use crate::error::Cause;
 
-static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
+pub(crate) static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
     let mut env = Env::stdlib();
     // The extensions only fail on duplicate declarations, which a fresh stdlib env cannot have; a failed
     // extension merely leaves its functions undeclared.
@@ -30,7 +30,7 @@ static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
 });
 
 /// Functions of the Kubernetes CEL libraries (or needing chrono) that this build lacks.
-const UNSUPPORTED_FUNCTIONS: &[&str] = &[
+pub(crate) const UNSUPPORTED_FUNCTIONS: &[&str] = &[
     "quantity",
     "isQuantity",
     "url",
@@ -136,7 +136,7 @@ pub(super) fn compile_rules(v: &Value, path: &str, errs: &mut Vec<Cause>) -> Vec
 }
 
 /// JSON → CEL with JSON's integers as CEL `int` (as Kubernetes binds them), not `uint`.
-fn to_cel(v: &Value) -> cel::Value {
+pub(crate) fn to_cel(v: &Value) -> cel::Value {
     match v {
         Value::Null => cel::Value::Null,
         Value::Bool(b) => cel::Value::Bool(*b),

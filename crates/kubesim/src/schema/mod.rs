@@ -5,7 +5,7 @@
 //! `x-kubernetes-validations` (CEL) rules are evaluated by the [`cel`] module; what it cannot evaluate is
 //! listed by [`CompiledSchema::unsupported_rules`] so the caller can say so (a warning).
 
-mod cel;
+pub(crate) mod cel;
 
 use std::collections::BTreeMap;
 

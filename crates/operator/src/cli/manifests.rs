@@ -13,9 +13,11 @@ pub const RESOURCES: &[(&str, &str)] = &[
     ("rbac.yaml", include_str!("../../../../deploy/rbac.yaml")),
     ("service.yaml", include_str!("../../../../deploy/service.yaml")),
     ("deployment.yaml", include_str!("../../../../deploy/deployment.yaml")),
+    ("admission-policy.yaml", include_str!("../../../../deploy/admission-policy.yaml")),
 ];
 
-/// Print the operator's install bundle (namespaces, CRD, ServiceAccount, RBAC, Deployment, metrics Service).
+/// Print the operator's install bundle (namespaces, CRD, ServiceAccount, RBAC, Deployment, metrics Service, the
+/// contract's ValidatingAdmissionPolicy and its binding).
 ///
 /// The same objects as `kubectl kustomize deploy`; install with `microservice-operator manifests | kubectl apply -f -`.
 #[derive(Debug, Clone, Default, clap::Args)]
