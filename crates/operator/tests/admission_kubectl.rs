@@ -2,10 +2,10 @@
 //! (`tests/samples_refused/`) is refused at once with the contract's reason and message; with `Warn` it is stored,
 //! kubectl prints the warnings, and the operator marks it Invalid with the same words.
 //!
-//! The cluster is the only thing that changes: by default kubesim on 127.0.0.1; with
-//! `ADMISSION_TEST_KUBECONFIG=/path` the same tests run against that cluster (e.g. a real kube-apiserver). Each test
-//! works in its own namespace with its own binding (matched by the namespace's name label), so tests can share one
-//! cluster; the policy is the generated one, identical to `deploy/admission-policy.yaml`.
+//! The cluster is the only thing that changes: kubesim by default, the real control plane with `TEST_BACKEND=real`
+//! (driven with its own kubectl). Each test works in its own namespace with its own binding (matched by the
+//! namespace's name label), so tests could share one cluster; the policy is the generated one, identical to
+//! `deploy/admission-policy.yaml`.
 
 mod support;
 
@@ -17,7 +17,6 @@ use std::time::Duration;
 use kube::Api;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::wait::await_condition;
-use kubesim::Sim;
 use microservice_operator::admission_policy::{POLICY_NAME, binding, policy};
 use microservice_operator::contract::{self, Violation};
 use microservice_operator::controller::{self, Config};
@@ -33,8 +32,9 @@ const DEADLINE: Duration = Duration::from_secs(60);
 struct Cluster {
     kubeconfig: PathBuf,
     dir: PathBuf,
-    /// Held so the emulator lives as long as the test; None on an external cluster.
-    _sim: Option<Sim>,
+    kubectl: PathBuf,
+    /// Held so the cluster lives as long as the test.
+    _backend: microservice_testkit::Cluster,
 }
 
 impl Cluster {
@@ -45,16 +45,10 @@ impl Cluster {
         }
         let dir = std::env::temp_dir().join(format!("admission-{test}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("a scratch directory");
-        let (kubeconfig, sim) = match std::env::var_os("ADMISSION_TEST_KUBECONFIG") {
-            Some(path) => (PathBuf::from(path), None),
-            None => {
-                let sim = Sim::builder().start().await.expect("start kubesim");
-                let path = dir.join("kubeconfig");
-                sim.write_kubeconfig(&path).expect("write the kubeconfig");
-                (path, Some(sim))
-            }
-        };
-        let cluster = Cluster { kubeconfig, dir, _sim: sim };
+        let backend = microservice_testkit::Cluster::start(microservice_testkit::ClusterOptions::default()).await;
+        let kubeconfig = dir.join("kubeconfig");
+        std::fs::write(&kubeconfig, backend.kubeconfig_yaml()).expect("write the kubeconfig");
+        let cluster = Cluster { kubeconfig, dir, kubectl: backend.kubectl(), _backend: backend };
         cluster.ok(&[
             "apply",
             "--server-side",
@@ -73,7 +67,7 @@ impl Cluster {
     }
 
     fn kubectl(&self, args: &[&str]) -> Output {
-        std::process::Command::new("kubectl")
+        std::process::Command::new(&self.kubectl)
             .arg("--kubeconfig")
             .arg(&self.kubeconfig)
             .arg("--cache-dir")

@@ -141,6 +141,15 @@ impl Cluster {
         }
     }
 
+    /// The kubectl to drive this cluster with: the real control plane's own (kubectl supports one minor version of
+    /// skew), else the one on PATH.
+    pub fn kubectl(&self) -> std::path::PathBuf {
+        match &self.inner {
+            Inner::Sim(_) => "kubectl".into(),
+            Inner::Real(plane) => plane.kubectl(),
+        }
+    }
+
     /// An admin kubeconfig, for kubectl and child processes.
     pub fn kubeconfig_yaml(&self) -> String {
         match &self.inner {
