@@ -460,3 +460,34 @@ async fn deleting_a_microservice_collects_its_children_unless_orphaned() {
     let service = h.services().get_opt("orphaned").await.unwrap().expect("the orphaned Service is kept");
     assert!(service.owner_references().is_empty(), "orphaned Service keeps no ownerReference");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_port_change_converges_like_a_fresh_create_and_leaves_no_old_port_behind() {
+    let h = Harness::start(instant_pods()).await;
+    let _op = h.operator();
+    h.create("todo-api", IMAGE_V1).await;
+    h.wait_ready("todo-api").await;
+
+    let patch = json!({"spec": {"port": 8081}});
+    h.microservices().patch("todo-api", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+    let ms = h.wait_ready("todo-api").await;
+    assert_eq!(ms.metadata.generation, Some(2));
+
+    let deployment = h.deployments().get("todo-api").await.unwrap();
+    let container = &deployment.spec.unwrap().template.spec.unwrap().containers[0];
+    let ports: Vec<i32> = container.ports.iter().flatten().map(|p| p.container_port).collect();
+    assert_eq!(ports, vec![8081], "only the new container port");
+    let service = h.services().get("todo-api").await.unwrap();
+    let targets: Vec<String> = service
+        .spec
+        .unwrap()
+        .ports
+        .iter()
+        .flatten()
+        .filter_map(|p| p.target_port.as_ref().map(|t| format!("{t:?}")))
+        .collect();
+    assert_eq!(targets.len(), 1, "one Service port: {targets:?}");
+    // Degraded never held for generation 2 on the way.
+    let status = ms.status.unwrap_or_default();
+    assert!(!holds(&status, ConditionType::Degraded, 2), "{status:#?}");
+}
