@@ -1,8 +1,5 @@
-//! The binary's subcommands, one module each (`main.rs` only dispatches).
+//! The binary's subcommands, one module each (`main.rs` only dispatches). The commands for people (status, wait,
+//! demo) live in the `kubectl-microservice` plugin crate.
 
-pub mod demo;
 pub mod manifests;
 pub mod run;
-pub mod status;
-pub mod view;
-pub mod wait;
