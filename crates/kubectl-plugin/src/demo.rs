@@ -232,7 +232,7 @@ struct Demo {
     coarse: String,
 }
 
-/// The emulator's kubeconfig with the context's namespace set to `todo`, so kubectl and `microservice-operator
+/// The emulator's kubeconfig with the context's namespace set to `todo`, so kubectl and `kubectl microservice
 /// status` need no -n (the hints still pass it).
 fn demo_kubeconfig(sim: &Sim) -> String {
     sim.kubeconfig_yaml().replacen("namespace: default", &format!("namespace: {NAMESPACE}"), 1)

@@ -1,28 +1,20 @@
 //! The query tools (`status`, `wait`) and the demo, run as a user would: against kubesim over HTTP, connecting
 //! through a kubeconfig file, with the real operator reconciling.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, PostParams};
-use kube::runtime::{conditions, wait::await_condition};
 use kubectl_microservice::demo::{self, DemoArgs};
 use kubectl_microservice::status::{self, ClusterArgs, OutputFormat, StatusArgs};
-use kubectl_microservice::wait::{self, Outcome, Progress, WaitArgs};
+use kubectl_microservice::wait::{self, Outcome, WaitArgs};
 use kubesim::Sim;
-use kubesim::controllers::{ControllerConfig, ImageRule, PodBehaviour};
 use microservice_core::crd::Microservice;
-use microservice_operator::controller::{self, Config};
-use microservice_operator::metrics::Metrics;
 use serde_json::json;
-use tokio::sync::oneshot;
 
-use crate::support::{Cluster, DEADLINE, NEVER_READY, NS};
+use crate::support::{Cluster, DEADLINE, NEVER_READY, NS, TempDir};
 
 #[tokio::test]
 async fn wait_exits_0_once_ready_and_status_reports_the_rollout() {

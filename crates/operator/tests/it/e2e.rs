@@ -4,7 +4,6 @@
 use std::time::{Duration, Instant};
 
 use crate::support::harness::*;
-use crate::support::ready_for_current_generation;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::ResourceExt;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};

@@ -46,7 +46,7 @@ pub fn assert_golden(relative: &str, actual: &str, regenerate: &str) {
 pub async fn cluster_with_crd() -> (Sim, Client) {
     let sim = Sim::builder().without_controllers().start().await.unwrap();
     let client = sim.client();
-    let text = std::fs::read_to_string(crate::support::repo_root().join("deploy/crd.yaml")).unwrap();
+    let text = std::fs::read_to_string(repo_root().join("deploy/crd.yaml")).unwrap();
     let crd: CustomResourceDefinition = serde_saphyr::from_str(&text).unwrap();
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     crds.create(&PostParams::default(), &crd).await.unwrap();

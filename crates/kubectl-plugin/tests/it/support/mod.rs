@@ -3,17 +3,14 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, PostParams};
 use kube::runtime::{conditions, wait::await_condition};
-use kubectl_microservice::demo::{self, DemoArgs};
-use kubectl_microservice::status::{self, ClusterArgs, OutputFormat, StatusArgs};
+use kubectl_microservice::status::{ClusterArgs, OutputFormat, StatusArgs};
 use kubectl_microservice::wait::{self, Outcome, Progress, WaitArgs};
 use kubesim::Sim;
 use kubesim::controllers::{ControllerConfig, ImageRule, PodBehaviour};
@@ -36,7 +33,7 @@ pub struct Cluster {
 }
 
 /// A directory removed when the test ends.
-struct TempDir(PathBuf);
+pub struct TempDir(pub PathBuf);
 
 impl TempDir {
     pub fn new(tag: &str) -> TempDir {
@@ -47,7 +44,7 @@ impl TempDir {
 }
 
 impl Drop for TempDir {
-    pub fn drop(&mut self) {
+    fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }

@@ -97,7 +97,7 @@ impl Record {
             }
         }
         let want = want(obj);
-        if ready_for_current_generation(obj) {
+        if ready_for_current_generation(obj.as_ref()) {
             self.ready_checked += 1;
             let deployment = self.deployments.get(name);
             let complete = match (&want, deployment) {
