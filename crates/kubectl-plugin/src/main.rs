@@ -1,10 +1,11 @@
 //! The `kubectl-microservice` binary: on PATH, kubectl runs it for `kubectl microservice …`.
 
-use std::future::Future;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use kubectl_microservice::{demo, status, wait};
+// The one runtime set-up for both binaries.
+use microservice_operator::cli::block_on;
 
 /// Shows and waits for Microservices, and demonstrates the operator on an in-process cluster.
 #[derive(Parser)]
@@ -32,17 +33,5 @@ fn main() -> ExitCode {
         Command::Status(args) => block_on(status::run(args)),
         Command::Wait(args) => block_on(wait::run(args)),
         Command::Demo(args) => block_on(demo::run(args)),
-    }
-}
-
-/// Subcommands are async library functions (so tests can call them); the binary gives them a multi-threaded
-/// runtime.
-fn block_on(command: impl Future<Output = ExitCode>) -> ExitCode {
-    match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(runtime) => runtime.block_on(command),
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            ExitCode::FAILURE
-        }
     }
 }

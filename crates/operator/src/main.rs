@@ -1,9 +1,9 @@
-use std::future::Future;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use microservice_core::crd::crd_yaml;
 use microservice_core::profile::PlatformProfile;
+use microservice_operator::cli::block_on;
 use microservice_operator::cli::manifests::{self, ManifestsArgs};
 use microservice_operator::cli::run::{self, RunArgs};
 
@@ -36,18 +36,6 @@ fn main() -> ExitCode {
         Command::Profile => print(
             serde_saphyr::to_string(&PlatformProfile::default()).map_err(|e| format!("cannot render the profile: {e}")),
         ),
-    }
-}
-
-/// Subcommands are async library functions (so tests can call them); the binary gives them a multi-threaded
-/// runtime.
-fn block_on(command: impl Future<Output = ExitCode>) -> ExitCode {
-    match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(runtime) => runtime.block_on(command),
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            ExitCode::FAILURE
-        }
     }
 }
 

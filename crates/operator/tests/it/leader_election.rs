@@ -77,8 +77,7 @@ async fn only_the_leader_writes_and_a_standby_takes_over_when_it_is_killed() {
     let patch = json!({"spec": {"image": IMAGE_V2}});
     h.microservices().patch("todo-api", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
 
-    let ms =
-        h.wait_for("todo-api", "Ready for generation 2", |ms| crate::support::ready_for_current_generation(ms)).await;
+    let ms = h.wait_for("todo-api", "Ready for generation 2", crate::support::ready_for_current_generation).await;
     assert_eq!(ms.metadata.generation, Some(2));
     let image =
         h.deployments().get("todo-api").await.unwrap().spec.unwrap().template.spec.unwrap().containers[0].image.clone();
@@ -121,7 +120,7 @@ async fn sigterm_exits_zero_and_releases_the_lease_to_the_standby() {
     // The new leader works: a change after the handover converges.
     let patch = json!({"spec": {"image": IMAGE_V2}});
     h.microservices().patch("todo-api", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
-    h.wait_for("todo-api", "Ready for generation 2", |ms| crate::support::ready_for_current_generation(ms)).await;
+    h.wait_for("todo-api", "Ready for generation 2", crate::support::ready_for_current_generation).await;
     assert!(b.metric_sum(WRITES).await > 0.0);
 }
 

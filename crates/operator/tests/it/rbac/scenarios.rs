@@ -179,7 +179,7 @@ impl Steps {
 
     async fn create_ready(&self, name: &str) -> Result<Microservice, String> {
         self.create(name, IMAGE_V1).await?;
-        let ms = self.wait_for(name, "Ready", |ms| ready_for_current_generation(ms)).await?;
+        let ms = self.wait_for(name, "Ready", ready_for_current_generation).await?;
         for (kind, owners) in [
             ("Deployment", self.deployments().get(name).await.map(|d| d.owner_references().to_vec())),
             ("Service", self.services().get(name).await.map(|s| s.owner_references().to_vec())),
@@ -199,7 +199,7 @@ impl Steps {
             .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
             .map_err(|e| format!("update {name}: {e}"))?;
-        let ms = self.wait_for(name, "Ready for generation 2", |ms| ready_for_current_generation(ms)).await?;
+        let ms = self.wait_for(name, "Ready for generation 2", ready_for_current_generation).await?;
         match ms.status.and_then(|s| s.image) {
             Some(image) if image == IMAGE_V2 => Ok(()),
             other => Err(format!("Ready for generation 2 but rolled out {other:?}")),
@@ -268,7 +268,7 @@ impl Steps {
         let params = PostParams { field_manager: Some("legacy-deployer".into()), ..PostParams::default() };
         let foreign = self.deployments().create(&params, &foreign).await.map_err(|e| e.to_string())?;
         self.create(name, IMAGE_V1).await?;
-        self.wait_for(name, "Ready after the handover", |ms| ready_for_current_generation(ms)).await?;
+        self.wait_for(name, "Ready after the handover", ready_for_current_generation).await?;
         let adopted = self.deployments().get(name).await.map_err(|e| e.to_string())?;
         if adopted.uid() != foreign.uid() {
             return Err("the handed-over Deployment was replaced, not adopted".into());

@@ -136,7 +136,7 @@ impl Harness {
     }
 
     pub async fn wait_ready(&self, name: &str) -> Microservice {
-        self.wait_for(name, "Ready for its current generation", |ms| ready_for_current_generation(ms)).await
+        self.wait_for(name, "Ready for its current generation", ready_for_current_generation).await
     }
 
     /// Waits until `probe` returns Some.
