@@ -7,7 +7,9 @@ ARG RUST_VERSION=1.95
 
 FROM rust:${RUST_VERSION}-bookworm AS builder
 WORKDIR /src
-# The whole workspace is needed: the binary embeds deploy/ (the `manifests` command) at build time.
+# The whole workspace is needed: the binary embeds deploy/ (the `manifests` command) at build time, and Cargo reads
+# every member's manifest. Only the microservice-operator package is built (it depends on crates/core, not on
+# kubesim or the kubectl plugin).
 COPY . .
 # Cache mounts keep the registry and compiled dependencies between builds, so a source change rebuilds only the
 # workspace crates. target/ is a cache mount, so the binary is copied out of it in the same step.

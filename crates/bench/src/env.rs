@@ -9,7 +9,7 @@ use kubesim::Sim;
 use kubesim::cluster::{Cluster, PatchBody, Subresource, WriteOptions};
 use kubesim::controllers::ControllerConfig;
 use kubesim::resources::ResourceRef;
-use microservice_operator::crd;
+use microservice_core::crd;
 use serde_json::{Value, json};
 
 use crate::child::OperatorProcess;

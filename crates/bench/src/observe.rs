@@ -9,8 +9,8 @@ use std::time::Instant;
 
 use kubesim::Sim;
 use kubesim::cluster::{Change, ChangeKind, ListOptions};
-use microservice_operator::crd::Microservice;
-use microservice_operator::profile::PlatformProfile;
+use microservice_core::crd::Microservice;
+use microservice_core::profile::PlatformProfile;
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::task::JoinHandle;

@@ -1,10 +1,10 @@
 //! When a Deployment's rollout is complete, judged the way `kubectl rollout status` does, independently of the
 //! operator's own status logic: the benchmark uses it to catch a Microservice reported Ready too early.
 
-use microservice_operator::contract;
-use microservice_operator::crd::Microservice;
-use microservice_operator::desired::CONTAINER_NAME;
-use microservice_operator::profile::PlatformProfile;
+use microservice_core::contract;
+use microservice_core::crd::Microservice;
+use microservice_core::desired::CONTAINER_NAME;
+use microservice_core::profile::PlatformProfile;
 use serde_json::Value;
 
 /// What a Microservice's generation asks to run.

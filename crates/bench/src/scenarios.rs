@@ -15,11 +15,11 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use kubesim::RequestCounts;
-use microservice_operator::contract;
-use microservice_operator::crd::Microservice;
-use microservice_operator::desired::{desired_deployment, desired_service};
-use microservice_operator::profile::PlatformProfile;
-use microservice_operator::status::compute_status;
+use microservice_core::contract;
+use microservice_core::crd::Microservice;
+use microservice_core::desired::{desired_deployment, desired_service};
+use microservice_core::profile::PlatformProfile;
+use microservice_core::status::compute_status;
 use serde_json::{Value, json};
 
 use crate::child::{OperatorProcess, Usage};

@@ -21,13 +21,13 @@ use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
 use crate::backoff::{Backoff, BackoffPolicy};
-use crate::crd::Microservice;
 use crate::error::{Class, Error};
 use crate::health::Health;
 use crate::metrics::Metrics;
-use crate::profile::PlatformProfile;
 use crate::reconcile;
 use crate::written::WrittenStatuses;
+use microservice_core::crd::Microservice;
+use microservice_core::profile::PlatformProfile;
 
 /// The controller name in Events and metrics.
 pub const CONTROLLER_NAME: &str = "microservice-operator";

@@ -30,7 +30,7 @@ pub enum Error {
 
     /// The desired children could not be built from the Microservice.
     #[error(transparent)]
-    Desired(#[from] crate::desired::DesiredError),
+    Desired(#[from] microservice_core::desired::DesiredError),
 
     /// Building a desired object failed to serialise: an operator bug, not a user error.
     #[error("could not serialise {what}: {source}")]

@@ -1,11 +1,11 @@
-use std::future::Future;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use microservice_core::crd::crd_yaml;
+use microservice_core::profile::PlatformProfile;
+use microservice_operator::cli::block_on;
 use microservice_operator::cli::manifests::{self, ManifestsArgs};
 use microservice_operator::cli::run::{self, RunArgs};
-use microservice_operator::crd::crd_yaml;
-use microservice_operator::profile::PlatformProfile;
 
 /// Runs Todo API Microservices on Kubernetes as Deployments and Services.
 #[derive(Parser)]
@@ -25,14 +25,6 @@ enum Command {
     Profile,
     /// Print the install bundle (what `kubectl kustomize deploy` renders): pipe it to `kubectl apply -f -`.
     Manifests(ManifestsArgs),
-    /// Show each Microservice: phase, generations, replicas, the rolled-out image, and for anything not Ready why
-    /// and what to do next.
-    Status(microservice_operator::cli::status::StatusArgs),
-    /// Wait until a Microservice is Ready for its current generation: exit 0 Ready, 1 Degraded or refused, 2 on
-    /// timeout, 3 when the cluster cannot be queried.
-    Wait(microservice_operator::cli::wait::WaitArgs),
-    /// Start an in-process cluster (kubesim) and the operator, and walk through what the operator does.
-    Demo(microservice_operator::cli::demo::DemoArgs),
 }
 
 fn main() -> ExitCode {
@@ -40,25 +32,10 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Run(args) => block_on(run::run(*args)),
         Command::Manifests(args) => block_on(manifests::run(args)),
-        Command::Status(args) => block_on(microservice_operator::cli::status::run(args)),
-        Command::Wait(args) => block_on(microservice_operator::cli::wait::run(args)),
-        Command::Demo(args) => block_on(microservice_operator::cli::demo::run(args)),
         Command::Crd => print(crd_yaml().map_err(|e| format!("cannot render the CRD: {e}"))),
         Command::Profile => print(
             serde_saphyr::to_string(&PlatformProfile::default()).map_err(|e| format!("cannot render the profile: {e}")),
         ),
-    }
-}
-
-/// Subcommands are async library functions (so tests can call them); the binary gives them a multi-threaded
-/// runtime.
-fn block_on(command: impl Future<Output = ExitCode>) -> ExitCode {
-    match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(runtime) => runtime.block_on(command),
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            ExitCode::FAILURE
-        }
     }
 }
 

@@ -16,17 +16,17 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tracing::{info, instrument};
 
-use crate::contract::{self, Contract};
 use crate::controller::Context;
-use crate::crd::{Condition, ConditionStatus, ConditionType, Microservice, MicroserviceStatus, Phase};
-use crate::desired::{HANDOVER_ANNOTATION, MANAGER, desired_deployment, desired_service};
-use crate::drift;
 use crate::error::{Error, Result};
 use crate::metrics::ChildLabels;
-use crate::ownership::{
+use microservice_core::contract::{self, Contract};
+use microservice_core::crd::{Condition, ConditionStatus, ConditionType, Microservice, MicroserviceStatus, Phase};
+use microservice_core::desired::{HANDOVER_ANNOTATION, MANAGER, desired_deployment, desired_service};
+use microservice_core::drift;
+use microservice_core::ownership::{
     ChildKind, Conflict, Ownership, conflict, handover_cleanup_patch, ownership, selector_conflict,
 };
-use crate::status::{compute_status, reasons, status_events};
+use microservice_core::status::{compute_status, reasons, status_events};
 
 /// `namespace/name`, the key of logs and backoff.
 pub fn key(ms: &Microservice) -> String {

@@ -10,9 +10,9 @@ use thiserror::Error;
 use crate::backoff::BackoffPolicy;
 use crate::cli::run::RunArgs;
 use crate::controller::Config;
-use crate::image::normalize_repository;
-use crate::profile::{PlatformProfile, ProfileError};
 use crate::telemetry::LogFormat;
+use microservice_core::image::normalize_repository;
+use microservice_core::profile::{PlatformProfile, ProfileError};
 
 /// Where the service-account token mount keeps the pod's namespace.
 pub const SERVICE_ACCOUNT_NAMESPACE_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::crd::MicroserviceStatus;
+use microservice_core::crd::MicroserviceStatus;
 
 #[derive(Debug, Default)]
 pub struct WrittenStatuses {
@@ -35,7 +35,7 @@ impl WrittenStatuses {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crd::Phase;
+    use microservice_core::crd::Phase;
 
     fn status(phase: Phase) -> MicroserviceStatus {
         MicroserviceStatus { phase: Some(phase), ..MicroserviceStatus::default() }

@@ -16,13 +16,13 @@ use thiserror::Error;
 use tracing::{info, warn};
 
 use crate::controller::{self, Stopped};
-use crate::crd::Microservice;
 use crate::health::Health;
 use crate::leader::{LeaderError, Leadership};
 use crate::metrics::Metrics;
 use crate::settings::{PodEnvironment, Settings, SettingsError};
 use crate::telemetry::{self, LogFormat, TelemetryError};
 use crate::{http, reconcile};
+use microservice_core::crd::Microservice;
 
 /// How long the API server may take to answer the start-up `/version` request.
 const REACHABILITY_TIMEOUT: Duration = Duration::from_secs(15);

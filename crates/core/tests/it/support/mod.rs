@@ -1,0 +1,72 @@
+//! Helpers shared by the core's integration tests.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
+use kube::api::{Api, PostParams};
+use kubesim::Sim;
+use microservice_core::crd::Microservice;
+use serde_json::json;
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The sample CR as the API server would hand it to the operator right after `kubectl apply`.
+pub fn sample_microservice() -> Microservice {
+    let path = repo_root().join("deploy/samples/todo-api.yaml");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut ms: Microservice = serde_saphyr::from_str(&text).unwrap();
+    ms.metadata.uid = Some("6f1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d".into());
+    ms.metadata.generation = Some(1);
+    ms
+}
+
+/// Compares `actual` with a checked-in file; `UPDATE_GOLDEN=1` rewrites the file instead.
+pub fn assert_golden(relative: &str, actual: &str, regenerate: &str) {
+    let path = repo_root().join(relative);
+    if std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1") {
+        std::fs::write(&path, actual).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        expected == actual,
+        "{relative} differs from what the code generates.\nIf the change is intended, regenerate it with: \
+         {regenerate}\n--- expected ({relative})\n{expected}\n--- actual\n{actual}"
+    );
+}
+
+/// The test cluster: kubesim without controllers, the committed CRD (`deploy/crd.yaml`) installed and Established,
+/// and namespace `todo`.
+pub async fn cluster_with_crd() -> (Sim, Client) {
+    let sim = Sim::builder().without_controllers().start().await.unwrap();
+    let client = sim.client();
+    let text = std::fs::read_to_string(repo_root().join("deploy/crd.yaml")).unwrap();
+    let crd: CustomResourceDefinition = serde_saphyr::from_str(&text).unwrap();
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.create(&PostParams::default(), &crd).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let current = crds.get("microservices.platform.example.com").await.unwrap();
+        let established = current
+            .status
+            .and_then(|s| s.conditions)
+            .unwrap_or_default()
+            .iter()
+            .any(|c| c.type_ == "Established" && c.status == "True");
+        if established {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the CRD never became Established");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let todo: Namespace = serde_json::from_value(json!({"metadata": {"name": "todo"}})).unwrap();
+    namespaces.create(&PostParams::default(), &todo).await.unwrap();
+    (sim, client)
+}

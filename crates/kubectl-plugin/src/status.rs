@@ -1,0 +1,169 @@
+//! `kubectl microservice status`: is each Microservice updating, ready, or in error, and what to do about it.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use kube::api::{Api, ListParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use thiserror::Error;
+
+use crate::view::{ServiceView, render_json, render_table};
+use microservice_core::crd::Microservice;
+
+/// How to reach the cluster, as kubectl does: in-cluster, or a kubeconfig (KUBECONFIG or ~/.kube/config).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ClusterArgs {
+    /// Path to a kubeconfig file; default: $KUBECONFIG, then ~/.kube/config, then the in-cluster service account.
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use; default: its current-context.
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+}
+
+#[derive(Debug, Error)]
+pub enum ConnectError {
+    #[error("cannot read kubeconfig {path}: {source}; pass --kubeconfig PATH to a readable kubeconfig")]
+    Read { path: String, source: kube::config::KubeconfigError },
+    #[error("cannot load the cluster configuration: {0}; set KUBECONFIG or pass --kubeconfig PATH (and --context)")]
+    Config(String),
+    #[error("cannot build a client for the cluster: {0}")]
+    Client(kube::Error),
+}
+
+impl ClusterArgs {
+    pub async fn client(&self) -> Result<Client, ConnectError> {
+        let options = KubeConfigOptions { context: self.context.clone(), ..KubeConfigOptions::default() };
+        let config = match &self.kubeconfig {
+            Some(path) => {
+                let kubeconfig = Kubeconfig::read_from(path)
+                    .map_err(|source| ConnectError::Read { path: path.display().to_string(), source })?;
+                Config::from_custom_kubeconfig(kubeconfig, &options)
+                    .await
+                    .map_err(|e| ConnectError::Config(e.to_string()))?
+            }
+            None if self.context.is_some() => {
+                Config::from_kubeconfig(&options).await.map_err(|e| ConnectError::Config(e.to_string()))?
+            }
+            None => Config::infer().await.map_err(|e| ConnectError::Config(e.to_string()))?,
+        };
+        Client::try_from(config).map_err(ConnectError::Client)
+    }
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OutputFormat {
+    #[default]
+    Table,
+    Json,
+}
+
+/// Show each Microservice's phase, generations, replicas and rolled-out image, and for anything not Ready why and
+/// what to do next.
+#[derive(clap::Args, Debug, Clone)]
+pub struct StatusArgs {
+    /// One Microservice; all in the namespace when left out.
+    pub name: Option<String>,
+    /// Namespace; default: the kubeconfig context's namespace.
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+    /// Every namespace.
+    #[arg(short = 'A', long, conflicts_with_all = ["namespace", "name"])]
+    pub all_namespaces: bool,
+    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Table)]
+    pub output: OutputFormat,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+#[derive(Debug, Error)]
+pub enum QueryError {
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
+    #[error("Microservice {namespace}/{name} not found; list them with `kubectl microservice status -n {namespace}`")]
+    NotFound { namespace: String, name: String },
+    #[error(
+        "the Microservice resource is not installed in this cluster; install it with `microservice-operator crd | \
+         kubectl apply -f -`"
+    )]
+    NoCrd,
+    #[error("cannot read Microservices: {0}; check the cluster is reachable and you may read microservices")]
+    Api(kube::Error),
+    #[error("cannot render JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+fn api_error(err: kube::Error) -> QueryError {
+    match &err {
+        // A 404 on the collection means the resource type itself is unknown.
+        kube::Error::Api(status) if status.code == 404 => QueryError::NoCrd,
+        _ => QueryError::Api(err),
+    }
+}
+
+/// Which Microservices to show.
+#[derive(Debug, Clone)]
+pub enum Scope {
+    All,
+    Namespace(String),
+    One { namespace: String, name: String },
+}
+
+/// Reads the Microservices in `scope`, sorted by namespace and name.
+pub async fn query(client: &Client, scope: &Scope) -> Result<Vec<ServiceView>, QueryError> {
+    let items = match scope {
+        Scope::All => {
+            Api::<Microservice>::all(client.clone()).list(&ListParams::default()).await.map_err(api_error)?.items
+        }
+        Scope::Namespace(ns) => {
+            Api::<Microservice>::namespaced(client.clone(), ns)
+                .list(&ListParams::default())
+                .await
+                .map_err(api_error)?
+                .items
+        }
+        Scope::One { namespace, name } => {
+            let api = Api::<Microservice>::namespaced(client.clone(), namespace);
+            // get_opt maps any 404 to None; tell a missing CRD apart from a missing object.
+            match api.get_opt(name).await.map_err(api_error)? {
+                Some(ms) => vec![ms],
+                None => {
+                    api.list(&ListParams::default().limit(1)).await.map_err(api_error)?;
+                    return Err(QueryError::NotFound { namespace: namespace.clone(), name: name.clone() });
+                }
+            }
+        }
+    };
+    let mut views: Vec<ServiceView> = items.iter().map(ServiceView::of).collect();
+    views.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    Ok(views)
+}
+
+pub async fn render(args: &StatusArgs) -> Result<String, QueryError> {
+    let client = args.cluster.client().await?;
+    let namespace = args.namespace.clone().unwrap_or_else(|| client.default_namespace().to_string());
+    let scope = match (&args.name, args.all_namespaces) {
+        (_, true) => Scope::All,
+        (Some(name), false) => Scope::One { namespace, name: name.clone() },
+        (None, false) => Scope::Namespace(namespace),
+    };
+    let views = query(&client, &scope).await?;
+    match args.output {
+        OutputFormat::Table => Ok(render_table(&views, args.all_namespaces)),
+        OutputFormat::Json => Ok(render_json(&views)?),
+    }
+}
+
+pub async fn run(args: StatusArgs) -> ExitCode {
+    match render(&args).await {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("error: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}

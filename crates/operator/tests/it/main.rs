@@ -1,0 +1,12 @@
+//! The operator's integration tests, one binary: end to end against kubesim over HTTP (`e2e`), the install bundle,
+//! the RBAC suite, the `run` binary and leader election between two operator processes, and the seeded chaos run.
+//! `cargo test -p microservice-operator --test it rbac::` runs one module.
+
+mod admission_kubectl;
+mod bundle;
+mod chaos;
+mod e2e;
+mod leader_election;
+mod rbac;
+mod run_cli;
+mod support;
