@@ -52,6 +52,8 @@ pub struct ClusterOptions {
     /// Identities beyond the admin (the real server knows them by token; kubesim accepts any token unless RBAC is
     /// enforced).
     pub users: Vec<User>,
+    /// Enforce RBAC on kubesim too (the real server always does).
+    pub rbac: bool,
 }
 
 pub struct Cluster {
@@ -87,6 +89,7 @@ impl Cluster {
                     ..ControllerConfig::default()
                 };
                 let sim = Sim::builder()
+                    .rbac(options.rbac)
                     .controllers(controllers)
                     .start()
                     .await
@@ -156,6 +159,51 @@ impl Cluster {
             Inner::Sim(sim) => sim.kubeconfig_yaml(),
             Inner::Real(plane) => std::fs::read_to_string(plane.kubeconfig()).unwrap_or_default(),
         }
+    }
+
+    /// A bearer token of the ServiceAccount `namespace/name` (kubesim issues one; the real server's TokenRequest
+    /// API signs one, as the kubelet would ask for a pod).
+    pub async fn service_account_token(&self, namespace: &str, name: &str) -> Result<String, control_plane::Error> {
+        match &self.inner {
+            Inner::Sim(sim) => Ok(sim.service_account_token(namespace, name)),
+            Inner::Real(_) => {
+                let path = format!("/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token");
+                let body = serde_json::json!({
+                    "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                    "spec": {"expirationSeconds": 3600}
+                });
+                let request = http::Request::post(path)
+                    .header("Content-Type", "application/json")
+                    .body(body.to_string().into_bytes())
+                    .map_err(|e| control_plane::Error::Setup(format!("token request: {e}")))?;
+                let answer: serde_json::Value = self
+                    .client
+                    .request(request)
+                    .await
+                    .map_err(|e| control_plane::Error::Api("request a ServiceAccount token", e))?;
+                answer["status"]["token"].as_str().map(str::to_string).ok_or_else(|| {
+                    control_plane::Error::Setup(format!("the TokenRequest answer has no token: {answer}"))
+                })
+            }
+        }
+    }
+
+    /// A kubeconfig (this cluster's server and CA) whose user presents `token`.
+    pub fn kubeconfig_yaml_for_token(&self, token: &str) -> String {
+        match &self.inner {
+            Inner::Sim(sim) => sim.kubeconfig_yaml_for_token(token),
+            Inner::Real(plane) => plane.kubeconfig_yaml_for_token("token", token),
+        }
+    }
+
+    /// A client that presents `token`.
+    pub async fn client_with_token(&self, token: &str) -> Result<Client, control_plane::Error> {
+        let kubeconfig = kube::config::Kubeconfig::from_yaml(&self.kubeconfig_yaml_for_token(token))
+            .map_err(|e| control_plane::Error::Setup(format!("kubeconfig: {e}")))?;
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
+            .await
+            .map_err(|e| control_plane::Error::Setup(format!("kubeconfig: {e}")))?;
+        Client::try_from(config).map_err(|e| control_plane::Error::Api("build a client", e))
     }
 
     /// The requests the server answered so far, by verb, resource and code (the control plane's own components

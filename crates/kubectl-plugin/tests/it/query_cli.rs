@@ -79,7 +79,10 @@ async fn a_conflict_names_the_handover_command() {
             "spec": {"containers": [{"name": "app", "image": "ghcr.io/example/todo-api:1.0.0"}]}}}
     }))
     .unwrap();
-    Api::<Deployment>::namespaced(cluster.sim.client(), NS).create(&PostParams::default(), &handmade).await.unwrap();
+    Api::<Deployment>::namespaced(cluster.backend.client(), NS)
+        .create(&PostParams::default(), &handmade)
+        .await
+        .unwrap();
     cluster.create("billing", "ghcr.io/example/todo-api:1.0.0").await;
     let outcome = cluster.wait("billing", DEADLINE).await;
     assert!(matches!(&outcome, Outcome::Failed { reason, .. } if reason == "ResourceConflict"), "{outcome:?}");
@@ -151,14 +154,17 @@ async fn all_namespaces_lists_every_namespace_with_its_name() {
     let cluster = Cluster::start("all").await;
     cluster.create("todo-api", "ghcr.io/example/todo-api:1.4.2").await;
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "staging"}})).unwrap();
-    Api::<Namespace>::all(cluster.sim.client()).create(&PostParams::default(), &ns).await.unwrap();
+    Api::<Namespace>::all(cluster.backend.client()).create(&PostParams::default(), &ns).await.unwrap();
     let ms: Microservice = serde_json::from_value(json!({
         "apiVersion": "platform.example.com/v1alpha1", "kind": "Microservice",
         "metadata": {"name": "todo-api", "namespace": "staging"},
         "spec": {"image": "ghcr.io/example/todo-api:1.4.2", "port": 8080}
     }))
     .unwrap();
-    Api::<Microservice>::namespaced(cluster.sim.client(), "staging").create(&PostParams::default(), &ms).await.unwrap();
+    Api::<Microservice>::namespaced(cluster.backend.client(), "staging")
+        .create(&PostParams::default(), &ms)
+        .await
+        .unwrap();
 
     let mut args = cluster.status_args(None, OutputFormat::Table);
     args.namespace = None;

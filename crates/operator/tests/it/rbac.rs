@@ -44,12 +44,12 @@ async fn the_shipped_rbac_is_sufficient_for_every_scenario() {
     assert_eq!(holder(leases.get(LEASE_NAME).await.unwrap()).as_deref(), Some(IDENTITY));
     operator.stop().await;
     assert_eq!(holder(leases.get(LEASE_NAME).await.unwrap()), None, "the Lease is released on shutdown");
-    assert_eq!(cluster.sim.requests().resource("secrets"), 0, "the operator never asks for Secrets");
+    assert_eq!(cluster.backend.requests().resource("secrets"), 0, "the operator never asks for Secrets");
     assert_eq!(
         cluster.forbidden(),
         0,
         "the operator sent a request its RBAC does not allow: {:?}",
-        cluster.sim.requests()
+        cluster.backend.requests()
     );
 }
 
@@ -62,8 +62,8 @@ async fn the_binary_runs_as_the_deployment_runs_it_with_the_shipped_rbac() {
     let dir = std::env::temp_dir().join(format!("rbac-binary-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let kubeconfig = dir.join("kubeconfig");
-    let token = cluster.sim.service_account_token(OPERATOR_NS, cluster::SERVICE_ACCOUNT);
-    std::fs::write(&kubeconfig, cluster.sim.kubeconfig_yaml_for_token(&token)).unwrap();
+    let token = cluster.backend.service_account_token(OPERATOR_NS, cluster::SERVICE_ACCOUNT).await.unwrap();
+    std::fs::write(&kubeconfig, cluster.backend.kubeconfig_yaml_for_token(&token)).unwrap();
 
     let deployment: Deployment = shipped("Deployment").remove(0);
     let container = deployment.spec.unwrap().template.spec.unwrap().containers.remove(0);
@@ -111,8 +111,8 @@ async fn the_binary_runs_as_the_deployment_runs_it_with_the_shipped_rbac() {
     assert!(holder.as_deref().is_some_and(|h| h.starts_with(pod_name)), "the pod leads under its POD_NAME: {holder:?}");
     let _ = operator.kill().await;
     let _ = std::fs::remove_dir_all(&dir);
-    assert_eq!(cluster.forbidden(), 0, "a request was refused: {:?}", cluster.sim.requests());
-    assert_eq!(cluster.sim.requests().resource("secrets"), 0, "the operator never asks for Secrets");
+    assert_eq!(cluster.forbidden(), 0, "a request was refused: {:?}", cluster.backend.requests());
+    assert_eq!(cluster.backend.requests().resource("secrets"), 0, "the operator never asks for Secrets");
 }
 
 /// How a scenario fails without a permission.

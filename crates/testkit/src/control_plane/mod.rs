@@ -337,16 +337,19 @@ impl ControlPlane {
     }
 
     fn write_kubeconfig(&self, user: &str, file: &str) -> Result<(), Error> {
-        let token = self.token(user)?;
+        let text = self.kubeconfig_yaml_for_token(&user.replace(':', "_"), self.token(user)?);
+        pki::write(self.dir.path(), file, &text)
+    }
+
+    /// A kubeconfig whose user presents `token` (a static one, or a ServiceAccount's from the TokenRequest API).
+    pub fn kubeconfig_yaml_for_token(&self, user: &str, token: &str) -> String {
         let ca = base64::engine::general_purpose::STANDARD.encode(&self.pki.ca_pem);
-        let text = format!(
+        format!(
             "apiVersion: v1\nkind: Config\nclusters:\n- name: real\n  cluster:\n    server: {url}\n    \
              certificate-authority-data: {ca}\nusers:\n- name: {user}\n  user:\n    token: {token}\ncontexts:\n- name: \
              real\n  context:\n    cluster: real\n    user: {user}\n    namespace: default\ncurrent-context: real\n",
             url = self.url,
-            user = user.replace(':', "_"),
-        );
-        pki::write(self.dir.path(), file, &text)
+        )
     }
 
     async fn wait_apiserver_ready(&mut self, deadline: Instant) -> Result<(), Error> {

@@ -1,5 +1,6 @@
-//! The plugin's test cluster: kubesim on 127.0.0.1 with the CRD, namespace `todo` and the real operator
-//! reconciling in-process, reached through a kubeconfig file as a user would.
+//! The plugin's test cluster: the backend `TEST_BACKEND` names (kubesim by default, or the real control plane) with
+//! the CRD, namespace `todo` and the real operator reconciling in-process, reached through a kubeconfig file as a
+//! user would.
 #![allow(dead_code)]
 
 use std::path::PathBuf;
@@ -12,11 +13,10 @@ use kube::api::{Api, PostParams};
 use kube::runtime::{conditions, wait::await_condition};
 use kubectl_microservice::status::{ClusterArgs, OutputFormat, StatusArgs};
 use kubectl_microservice::wait::{self, Outcome, Progress, WaitArgs};
-use kubesim::Sim;
-use kubesim::controllers::{ControllerConfig, ImageRule, PodBehaviour};
 use microservice_core::crd::Microservice;
 use microservice_operator::controller::{self, Config};
 use microservice_operator::metrics::Metrics;
+use microservice_testkit::ClusterOptions;
 use serde_json::json;
 use tokio::sync::oneshot;
 
@@ -26,7 +26,7 @@ pub const DEADLINE: Duration = Duration::from_secs(60);
 pub const NEVER_READY: &str = "ghcr.io/example/todo-api:9.9.9-never-ready";
 
 pub struct Cluster {
-    pub sim: Sim,
+    pub backend: microservice_testkit::Cluster,
     pub kubeconfig: PathBuf,
     _dir: TempDir,
     _stop: oneshot::Sender<()>,
@@ -55,14 +55,11 @@ fn rand_suffix() -> u64 {
 }
 
 impl Cluster {
-    /// kubesim with the CRD, namespace todo and a running operator; pods of NEVER_READY never become ready.
+    /// A cluster with the CRD, namespace todo and a running operator; pods of NEVER_READY never become ready.
     pub async fn start(tag: &str) -> Cluster {
-        let pods = ControllerConfig {
-            image_rules: vec![ImageRule { image_contains: "never-ready".into(), behaviour: PodBehaviour::NeverReady }],
-            ..ControllerConfig::default()
-        };
-        let sim = Sim::builder().controllers(pods).start().await.unwrap();
-        let client = sim.client();
+        let options = ClusterOptions { never_ready_images: vec![NEVER_READY.into()], ..ClusterOptions::default() };
+        let backend = microservice_testkit::Cluster::start(options).await;
+        let client = backend.client();
         let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
         crds.create(&PostParams::default(), &microservice_core::crd::crd()).await.unwrap();
         let established = await_condition(crds, "microservices.platform.example.com", conditions::is_crd_established());
@@ -76,8 +73,8 @@ impl Cluster {
         }));
         let dir = TempDir::new(tag);
         let kubeconfig = dir.0.join("kubeconfig");
-        sim.write_kubeconfig(&kubeconfig).unwrap();
-        Cluster { sim, kubeconfig, _dir: dir, _stop: stop }
+        std::fs::write(&kubeconfig, backend.kubeconfig_yaml()).unwrap();
+        Cluster { backend, kubeconfig, _dir: dir, _stop: stop }
     }
 
     pub fn cluster_args(&self) -> ClusterArgs {
@@ -111,7 +108,7 @@ impl Cluster {
             "spec": {"image": image, "port": 8080, "replicas": 2}
         }))
         .unwrap();
-        Api::<Microservice>::namespaced(self.sim.client(), NS).create(&PostParams::default(), &ms).await.unwrap();
+        Api::<Microservice>::namespaced(self.backend.client(), NS).create(&PostParams::default(), &ms).await.unwrap();
     }
 
     pub async fn wait(&self, name: &str, timeout: Duration) -> Outcome {

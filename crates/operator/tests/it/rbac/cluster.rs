@@ -1,6 +1,7 @@
-//! A cluster that enforces RBAC: kubesim with authorization on, the bundle's namespaces and CRD installed by the
-//! admin, and the operator's ServiceAccount bound by the Roles of `deploy/rbac.yaml` (or a variant with one verb
-//! removed). The operator runs in-process with a client that authenticates as that ServiceAccount.
+//! A cluster that enforces RBAC (kubesim with authorization on, or the real kube-apiserver with `TEST_BACKEND=real`),
+//! the bundle's namespaces and CRD installed by the admin, and the operator's ServiceAccount bound by the Roles of
+//! `deploy/rbac.yaml` (or a variant with one verb removed). The operator runs in-process with a client that
+//! authenticates as that ServiceAccount (on the real server, with a token from the TokenRequest API).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -9,16 +10,15 @@ use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::{conditions, wait::await_condition};
 use kube::{Client, ResourceExt};
-use kubesim::Sim;
 use microservice_operator::cli::manifests::bundle_objects;
 use microservice_operator::controller::{self, Config, Stopped};
 use microservice_operator::health::Health;
 use microservice_operator::leader::Leadership;
 use microservice_operator::metrics::Metrics;
 use microservice_operator::settings::Election;
+use microservice_testkit::ClusterOptions;
 use serde::de::DeserializeOwned;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -40,7 +40,7 @@ pub fn shipped<K: DeserializeOwned>(kind: &str) -> Vec<K> {
 }
 
 pub struct Cluster {
-    pub sim: Sim,
+    pub backend: microservice_testkit::Cluster,
     /// system:admin (system:masters): the test's own view, never limited by RBAC.
     pub admin: Client,
     /// The operator's ServiceAccount.
@@ -83,8 +83,9 @@ impl Cluster {
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_test_writer()
             .try_init();
-        let sim = Sim::builder().rbac(true).start().await.expect("start kubesim with RBAC");
-        let admin = sim.client();
+        let backend =
+            microservice_testkit::Cluster::start(ClusterOptions { rbac: true, ..ClusterOptions::default() }).await;
+        let admin = backend.client();
 
         for namespace in shipped::<Namespace>("Namespace") {
             create(Api::all(admin.clone()), &namespace).await;
@@ -106,9 +107,9 @@ impl Cluster {
             create(Api::namespaced(admin.clone(), &binding.namespace().unwrap_or_default()), &binding).await;
         }
 
-        let token = sim.service_account_token(OPERATOR_NS, SERVICE_ACCOUNT);
-        let operator_client = client_with_token(&sim, token).await;
-        Cluster { sim, admin, operator_client }
+        let token = backend.service_account_token(OPERATOR_NS, SERVICE_ACCOUNT).await.expect("a ServiceAccount token");
+        let operator_client = backend.client_with_token(&token).await.expect("a client for the ServiceAccount");
+        Cluster { backend, admin, operator_client }
     }
 
     /// Runs the operator as the bundle's Deployment runs it (`run --namespace todo`, leader election on the Lease
@@ -151,7 +152,7 @@ impl Cluster {
 
     /// Requests the API server refused with 403 so far.
     pub fn forbidden(&self) -> u64 {
-        self.sim.requests().code(403)
+        self.backend.requests().code(403)
     }
 }
 
@@ -163,14 +164,6 @@ where
     api.create(&PostParams::default(), object).await.unwrap_or_else(|e| {
         panic!("admin could not create {}: {e} (after {:?})", object.name_any(), started.elapsed())
     });
-}
-
-/// The emulator's kubeconfig (server, CA) with the ServiceAccount's bearer token as the user.
-async fn client_with_token(sim: &Sim, token: String) -> Client {
-    let kubeconfig = Kubeconfig::from_yaml(&sim.kubeconfig_yaml_for_token(&token)).expect("the emulator's kubeconfig");
-    let config =
-        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.expect("client config");
-    Client::try_from(config).expect("a client for the ServiceAccount")
 }
 
 /// The shipped Roles with one verb of one rule removed (the rule goes when it has no verb left).
