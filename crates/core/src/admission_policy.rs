@@ -330,6 +330,9 @@ pub fn policy(profile: &PlatformProfile) -> Value {
                 "apiVersions": ["v1alpha1"],
                 "operations": ["CREATE", "UPDATE"],
                 "resources": ["microservices"],
+                // Written out although it is the default: the rule list is atomic, so a rule the server completes
+                // with `scope` would differ from the applied one and every `kubectl apply` would re-send it.
+                "scope": "Namespaced",
             }]},
             // An update that leaves the spec alone (labels, annotations, deletion) is not the contract's business:
             // a Microservice admitted under `Warn` can still be labelled or deleted.

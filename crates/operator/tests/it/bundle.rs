@@ -11,8 +11,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::discovery::{self, Scope};
 use kube::runtime::{conditions, wait::await_condition};
-use kubesim::Sim;
 use microservice_operator::cli::manifests::{RESOURCES, bundle_objects, bundle_yaml};
+use microservice_testkit::{Cluster, ClusterOptions};
 use serde_json::Value;
 
 const OPERATOR_NS: &str = "microservice-operator";
@@ -288,8 +288,8 @@ async fn apply(client: &kube::Client, object: &Value) -> DynamicObject {
 
 #[tokio::test]
 async fn every_object_of_the_bundle_is_accepted_by_the_api_server() {
-    let sim = Sim::builder().start().await.unwrap();
-    let client = sim.client();
+    let cluster = Cluster::start(ClusterOptions::default()).await;
+    let client = cluster.client();
     let objects = objects();
     for object in &objects {
         let stored = apply(&client, object).await;
@@ -310,7 +310,8 @@ async fn every_object_of_the_bundle_is_accepted_by_the_api_server() {
         assert_eq!(before, again, "re-applying {} {} is a no-op", object["kind"], object["metadata"]["name"]);
     }
 
-    // The operator Deployment is valid enough for the (simulated) controllers to roll it out.
+    // The operator Deployment is valid enough for the controllers to roll it out (its namespace enforces the
+    // restricted Pod Security Standard, which the real server's admission checks).
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), OPERATOR_NS);
     let started = Instant::now();
     loop {
@@ -323,17 +324,18 @@ async fn every_object_of_the_bundle_is_accepted_by_the_api_server() {
     }
 }
 
-/// `microservice-operator manifests | kubectl apply -f -`, as the README says, against the emulator.
-async fn kubectl_apply(sim: &Sim, dir: &std::path::Path, bundle: &str) -> Option<String> {
+/// `kubectl ARGS` against `cluster` (its own kubectl on the real backend), with `stdin` piped in when given.
+async fn kubectl(cluster: &Cluster, dir: &std::path::Path, args: &[&str], stdin: Option<&str>) -> Option<String> {
     use tokio::io::AsyncWriteExt;
     let kubeconfig = dir.join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig).unwrap();
-    let mut child = match tokio::process::Command::new("kubectl")
+    std::fs::write(&kubeconfig, cluster.kubeconfig_yaml()).unwrap();
+    let mut child = match tokio::process::Command::new(cluster.kubectl())
         .arg("--kubeconfig")
         .arg(&kubeconfig)
         .arg("--cache-dir")
         .arg(dir.join("cache"))
-        .args(["apply", "-f", "-"])
+        .args(args)
+        .current_dir(crate::support::repo_root())
         .env("HOME", dir)
         .env_remove("KUBECONFIG")
         .stdin(std::process::Stdio::piped())
@@ -344,23 +346,30 @@ async fn kubectl_apply(sim: &Sim, dir: &std::path::Path, bundle: &str) -> Option
     {
         Ok(child) => child,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            eprintln!("SKIPPED `kubectl apply` of the bundle: kubectl is not on PATH");
+            eprintln!("SKIPPED `kubectl {}` of the bundle: kubectl is not on PATH", args.join(" "));
             return None;
         }
         Err(e) => panic!("cannot run kubectl: {e}"),
     };
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(bundle.as_bytes()).await.unwrap();
-    drop(stdin);
-    let out = tokio::time::timeout(DEADLINE, child.wait_with_output()).await.expect("kubectl apply finished").unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    if let Some(input) = stdin {
+        pipe.write_all(input.as_bytes()).await.unwrap();
+    }
+    drop(pipe);
+    let out = tokio::time::timeout(DEADLINE, child.wait_with_output()).await.expect("kubectl finished").unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "kubectl apply failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "kubectl {} failed:\n{stdout}\n{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
     Some(stdout)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_printed_bundle_installs_with_kubectl_apply() {
-    let sim = Sim::builder().start().await.unwrap();
+    let cluster = Cluster::start(ClusterOptions::default()).await;
     let dir = std::env::temp_dir().join(format!("bundle-kubectl-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let printed = Command::new(env!("CARGO_BIN_EXE_microservice-operator")).arg("manifests").output().unwrap();
@@ -375,14 +384,25 @@ async fn the_printed_bundle_installs_with_kubectl_apply() {
         })
         .collect();
 
-    let Some(first) = kubectl_apply(&sim, &dir, &bundle).await else { return };
+    let Some(first) = kubectl(&cluster, &dir, &["apply", "-f", "-"], Some(&bundle)).await else { return };
     let lines: Vec<&str> = first.lines().collect();
     let created: Vec<String> = expected.iter().map(|e| format!("{e} created")).collect();
     assert_eq!(lines, created, "every object created, in the bundle's order");
-    // Applying again is a no-op: the server stores what the bundle says.
-    let second = kubectl_apply(&sim, &dir, &bundle).await.unwrap();
+    // A server-side dry run of the checkout's bundle passes admission and validation and stores nothing. (Before the
+    // install it cannot: the real server refuses a dry-run create in a namespace that does not exist yet.)
+    let dry = kubectl(&cluster, &dir, &["apply", "--dry-run=server", "-k", "deploy"], None).await.unwrap();
+    assert_eq!(dry.lines().count(), expected.len(), "{dry}");
+    assert!(dry.lines().all(|l| l.ends_with(" unchanged (server dry run)")), "{dry}");
+    // Applying again, from the binary or from the checkout, is a no-op: the server stores what the bundle says.
     let unchanged: Vec<String> = expected.iter().map(|e| format!("{e} unchanged")).collect();
+    let second = kubectl(&cluster, &dir, &["apply", "-f", "-"], Some(&bundle)).await.unwrap();
     assert_eq!(second.lines().collect::<Vec<_>>(), unchanged);
+    let mut third: Vec<String> =
+        kubectl(&cluster, &dir, &["apply", "-k", "deploy"], None).await.unwrap().lines().map(str::to_string).collect();
+    let mut unchanged_sorted = unchanged.clone();
+    third.sort_unstable();
+    unchanged_sorted.sort_unstable();
+    assert_eq!(third, unchanged_sorted, "`kubectl apply -k deploy` after the binary's bundle changes nothing");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
