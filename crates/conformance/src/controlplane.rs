@@ -86,6 +86,7 @@ impl ControlPlane {
         // An ECDSA P-256 key signs ServiceAccount tokens (kube-apiserver accepts PKCS#8 PEM).
         let key = rcgen::KeyPair::generate().map_err(|e| Error::ControlPlane(e.to_string()))?;
         write(&dir.join("sa.key"), &key.serialize_pem())?;
+        write(&dir.join("sa.pub"), &key.public_key_pem())?;
         write(&dir.join("tokens.csv"), &format!("{ADMIN_TOKEN},admin,admin,\"system:masters\"\n"))?;
         let api_args: Vec<String> = vec![
             format!("--etcd-servers={etcd_url}"),
@@ -93,11 +94,13 @@ impl ControlPlane {
             "--advertise-address=127.0.0.1".into(),
             format!("--secure-port={secure}"),
             format!("--cert-dir={}", d("certs")),
-            format!("--service-account-key-file={}", d("sa.key")),
+            format!("--service-account-key-file={}", d("sa.pub")),
             format!("--service-account-signing-key-file={}", d("sa.key")),
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
             "--service-cluster-ip-range=10.96.0.0/12".into(),
             "--authorization-mode=Node,RBAC".into(),
+            // The endpoint reconciler refuses loopback addresses; nothing here needs the kubernetes Endpoints.
+            "--endpoint-reconciler-type=none".into(),
             format!("--token-auth-file={}", d("tokens.csv")),
         ];
         plane.children.push(spawn(&bins.join("kube-apiserver"), &api_args, &dir.join("kube-apiserver.log"))?);
