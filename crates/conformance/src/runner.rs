@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::Error;
 use crate::normalize::{self, Normalizer};
 use crate::pointer;
-use crate::scenario::{Compare, Scenario, Step, workspace_dir};
+use crate::scenario::{Compare, Scenario, Step, WatchSpec, workspace_dir};
 use crate::target::Target;
 
 /// The compared part of one step's answer.
@@ -290,7 +290,10 @@ async fn send(target: &Target, step: &Step, vars: &BTreeMap<String, String>, lab
     let content_type = headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_string);
     let warnings = headers.get_all("warning").iter().filter_map(|v| v.to_str().ok()).map(str::to_string).collect();
     let mut body = resp.into_body();
-    if let (Some(w), 200) = (&step.watch, status) {
+    // A watch the scenario did not expect to stream is read like one (1 event, 10 s): never an endless read.
+    let is_watch = step.query.get("watch").is_some_and(|w| w == "true" || w == "1");
+    let spec = step.watch.clone().or_else(|| is_watch.then_some(WatchSpec { events: 1, timeout_seconds: 10 }));
+    if let (Some(w), 200) = (spec, status) {
         let events = read_events(&mut body, w.events, Duration::from_secs(w.timeout_seconds), label).await?;
         return Ok(Raw { status, content_type, warnings, body: Value::Null, events: Some(events) });
     }
