@@ -77,7 +77,7 @@ impl Normalizer {
                     let n = self.generated.len() + 1;
                     self.generated.push((name.to_string(), format!("{prefix}<gen-{n}>")));
                     // Longest first, so that a name containing another is replaced whole.
-                    self.generated.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+                    self.generated.sort_by_key(|g| std::cmp::Reverse(g.0.len()));
                 }
                 m.values().for_each(|v| self.collect_generated(v));
             }
@@ -160,7 +160,11 @@ impl Normalizer {
                 "metadata" if is_list => Context::ListMeta,
                 "metadata" if is_bookmark => Context::BookmarkMeta,
                 "status" if is_token_review => Context::Status,
-                _ => Context::Inner,
+                // List, bookmark and token contexts hold for the keys directly inside them.
+                _ => match ctx {
+                    Context::ListMeta | Context::BookmarkMeta | Context::Status => ctx,
+                    _ => Context::Inner,
+                },
             };
             self.walk(&mut v, Some(&k), child_ctx);
             let nk = if k.contains('-') || k.contains(':') { self.string(&k) } else { k };
@@ -204,6 +208,7 @@ mod tests {
 
     #[test]
     fn placeholders_keep_identity_across_answers() {
+        // The continue token and list RV sit one level below the list.
         let mut n = Normalizer::new();
         let mut a = json!({"kind": "ConfigMap", "metadata": {"name": "x", "uid": "0b9e6f7c-1111-4222-8333-444455556666",
             "resourceVersion": "812", "creationTimestamp": "2026-01-01T00:00:00Z"}});

@@ -119,7 +119,7 @@ fn parse_deviations(text: &str) -> BTreeMap<String, String> {
         .filter_map(|l| {
             let rest = l.trim().strip_prefix("| `")?;
             let (id, rest) = rest.split_once('`')?;
-            let reason = rest.trim_start_matches(|c: char| c == ' ' || c == '|').trim_end_matches(['|', ' ']);
+            let reason = rest.trim_start_matches([' ', '|']).trim_end_matches(['|', ' ']);
             Some((id.to_string(), reason.to_string()))
         })
         .collect()
