@@ -190,7 +190,8 @@ impl ApiError {
         if let Some(n) = &d.name {
             details.insert("name".into(), json!(n));
         }
-        if let Some(g) = &d.group {
+        // metav1.StatusDetails.group is omitempty: the core group is left out.
+        if let Some(g) = d.group.as_ref().filter(|g| !g.is_empty()) {
             details.insert("group".into(), json!(g));
         }
         if let Some(k) = &d.kind {

@@ -20,12 +20,21 @@ fn list_meta(list: &ObjectList) -> Value {
 
 pub fn list(rt: &ResourceType, list: ObjectList, out: Output) -> Value {
     match out {
-        Output::Json => json!({
-            "kind": rt.list_kind,
-            "apiVersion": rt.api_version(),
-            "metadata": list_meta(&list),
-            "items": list.items,
-        }),
+        Output::Json => {
+            let meta = list_meta(&list);
+            let mut items = list.items;
+            // Typed lists of built-ins carry no apiVersion/kind per item (the list says it); custom resources,
+            // served unstructured, keep them.
+            if matches!(rt.origin, crate::resources::Origin::BuiltIn) {
+                for item in &mut items {
+                    if let Some(m) = item.as_object_mut() {
+                        m.remove("apiVersion");
+                        m.remove("kind");
+                    }
+                }
+            }
+            json!({"kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": meta, "items": items})
+        }
         Output::Metadata => json!({
             "kind": "PartialObjectMetadataList",
             "apiVersion": "meta.k8s.io/v1",
