@@ -5,6 +5,10 @@
 //! Lease. Invariants are checked on every committed change (see `invariants`) and the end state once the faults
 //! stop.
 //!
+//! On the real control plane (`TEST_BACKEND=real`) the faults are the ones a real server gives: kube-apiserver is
+//! killed and started again over the same etcd data twice during the run (every watch breaks, requests fail until it
+//! is back), besides the same operator kills, edits and leader election.
+//!
 //! Seeded: the seed is printed (and named in every failure); `CHAOS_SEED=N cargo test -p microservice-operator
 //! --test it chaos:: -- --nocapture` replays the same edits, kills and fault draws (thread timing still varies).
 
@@ -17,10 +21,12 @@ use std::time::{Duration, Instant};
 use invariants::{Recorder, rollout_complete, want};
 
 use crate::support::ready_for_current_generation;
-use kube::Client;
-use kubesim::Sim;
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::{conditions, wait::await_condition};
+use kube::{Api, Client};
 use kubesim::cluster::{ListOptions, PatchBody, Subresource, WriteOptions};
-use kubesim::controllers::ControllerConfig;
 use kubesim::faults::{ErrorRule, FaultConfig, LatencyRule, WatchRule};
 use kubesim::resources::ResourceRef;
 use microservice_core::crd;
@@ -29,6 +35,7 @@ use microservice_operator::health::Health;
 use microservice_operator::leader::Leadership;
 use microservice_operator::metrics::Metrics;
 use microservice_operator::settings::Election;
+use microservice_testkit::ClusterOptions;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
@@ -143,18 +150,51 @@ fn faults(seed: u64) -> FaultConfig {
 }
 
 struct Cluster {
-    sim: Sim,
-    microservices: ResourceRef,
+    backend: microservice_testkit::Cluster,
+    /// kubesim only: the suite writes through the in-process API, so the injected faults are the operator's alone.
+    microservices: Option<ResourceRef>,
 }
 
 fn opts() -> WriteOptions {
     WriteOptions { field_manager: Some("chaos".into()), ..WriteOptions::default() }
 }
 
+fn dynamic(client: &Client, group: &str, version: &str, kind: &str, plural: &str) -> Api<DynamicObject> {
+    let resource = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
+    Api::namespaced_with(client.clone(), NS, &resource)
+}
+
+/// Retries a request of the suite's own until the server answers (kube-apiserver may be restarting).
+async fn retried<T, F, Fut>(what: &str, mut request: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, kube::Error>>,
+{
+    let started = Instant::now();
+    loop {
+        match request().await {
+            Ok(answer) => return answer,
+            Err(e) => assert!(started.elapsed() < CONVERGE_DEADLINE, "{what}: {e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 impl Cluster {
     async fn start() -> Cluster {
-        let controllers = ControllerConfig { ready_delay: Duration::from_millis(150), ..ControllerConfig::default() };
-        let sim = Sim::builder().controllers(controllers).start().await.expect("start kubesim");
+        let options = ClusterOptions { pod_ready_delay: Duration::from_millis(150), ..ClusterOptions::default() };
+        let backend = microservice_testkit::Cluster::start(options).await;
+        let Some(sim) = backend.sim() else {
+            let client = backend.client();
+            let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+            crds.create(&PostParams::default(), &crd::crd()).await.expect("install the CRD");
+            let established =
+                await_condition(crds, "microservices.platform.example.com", conditions::is_crd_established());
+            tokio::time::timeout(CONVERGE_DEADLINE, established).await.expect("CRD established").expect("CRD watch");
+            let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": NS}})).expect("namespace");
+            Api::<Namespace>::all(client).create(&PostParams::default(), &ns).await.expect("create the namespace");
+            return Cluster { backend, microservices: None };
+        };
         let c = sim.cluster();
         let crds = c.resolve("apiextensions.k8s.io", "v1", "customresourcedefinitions").unwrap();
         c.create(&crds, None, serde_json::to_value(crd::crd()).unwrap(), &opts()).expect("install the CRD");
@@ -168,39 +208,84 @@ impl Cluster {
         };
         let namespaces = c.resolve("", "v1", "namespaces").unwrap();
         c.create(&namespaces, None, json!({"metadata": {"name": NS}}), &opts()).expect("create the namespace");
-        Cluster { sim, microservices }
+        Cluster { backend, microservices: Some(microservices) }
     }
 
-    /// The suite's own writes go through the in-process API: they are the users', not subject to the faults.
-    fn create(&self, i: usize, spec: &Spec) {
+    fn microservices_api(&self) -> Api<DynamicObject> {
+        dynamic(&self.backend.client(), "platform.example.com", "v1alpha1", "Microservice", "microservices")
+    }
+
+    async fn create(&self, i: usize, spec: &Spec) {
         let body = json!({"apiVersion": "platform.example.com/v1alpha1", "kind": "Microservice",
                           "metadata": {"name": name(i), "namespace": NS}, "spec": spec.body()});
-        self.sim.cluster().create(&self.microservices, Some(NS), body, &opts()).expect("create a Microservice");
+        match (self.backend.sim(), &self.microservices) {
+            (Some(sim), Some(rt)) => {
+                sim.cluster().create(rt, Some(NS), body, &opts()).expect("create a Microservice");
+            }
+            _ => {
+                let object: DynamicObject = serde_json::from_value(body).expect("a Microservice");
+                let (api, post) = (self.microservices_api(), PostParams::default());
+                retried("create a Microservice", || api.create(&post, &object)).await;
+            }
+        }
     }
 
-    fn edit(&self, i: usize, spec: &Spec) {
-        let patch = PatchBody::Merge(json!({"spec": spec.body()}));
-        self.sim
-            .cluster()
-            .patch(&self.microservices, Some(NS), &name(i), patch, Subresource::Main, &opts())
-            .expect("edit a Microservice");
+    async fn edit(&self, i: usize, spec: &Spec) {
+        let patch = json!({"spec": spec.body()});
+        match (self.backend.sim(), &self.microservices) {
+            (Some(sim), Some(rt)) => {
+                sim.cluster()
+                    .patch(rt, Some(NS), &name(i), PatchBody::Merge(patch), Subresource::Main, &opts())
+                    .expect("edit a Microservice");
+            }
+            _ => {
+                let api = self.microservices_api();
+                let params = PatchParams { field_manager: Some("chaos".into()), ..PatchParams::default() };
+                let (name, patch) = (name(i), Patch::Merge(&patch));
+                retried("edit a Microservice", || api.patch(&name, &params, &patch)).await;
+            }
+        }
     }
 
-    fn list(&self, group: &str, version: &str, plural: &str) -> Vec<Value> {
-        let rt = self.sim.cluster().resolve(group, version, plural).unwrap();
-        self.sim.cluster().list(&rt, Some(NS), &ListOptions::default()).unwrap().items
+    async fn list(&self, group: &str, version: &str, kind: &str, plural: &str) -> Vec<Value> {
+        if let Some(sim) = self.backend.sim() {
+            let rt = sim.cluster().resolve(group, version, plural).unwrap();
+            return sim.cluster().list(&rt, Some(NS), &ListOptions::default()).unwrap().items;
+        }
+        let api = dynamic(&self.backend.client(), group, version, kind, plural);
+        let params = ListParams::default();
+        let list = retried("list", || api.list(&params)).await;
+        list.items.iter().filter_map(|o| serde_json::to_value(o).ok()).collect()
+    }
+
+    fn set_faults(&self, config: FaultConfig) {
+        if let Some(sim) = self.backend.sim() {
+            sim.faults().set_config(config);
+        }
+    }
+
+    /// kubesim: the next watch of `resource` gets 410 Gone. The real server: kube-apiserver killed and started
+    /// again over the same etcd data.
+    async fn force_gone(&mut self, resource: &'static str) {
+        if let Some(sim) = self.backend.sim() {
+            sim.faults().force_gone(resource);
+            return;
+        }
+        if let Some(plane) = self.backend.real() {
+            plane.restart_apiserver().await.expect("restart kube-apiserver");
+        }
     }
 
     fn replica(&self, elected: Option<&str>) -> Replica {
-        Replica::start(self.sim.kubeconfig_yaml(), elected.map(str::to_string))
+        Replica::start(self.backend.kubeconfig_yaml(), elected.map(str::to_string))
     }
 
     /// What is wrong with the end state, given each CR's last spec (empty when all is as it should be).
-    fn end_state_problems(&self, specs: &BTreeMap<usize, Spec>) -> Vec<String> {
+    async fn end_state_problems(&self, specs: &BTreeMap<usize, Spec>) -> Vec<String> {
         let mut problems = Vec::new();
-        let microservices = self.list("platform.example.com", "v1alpha1", "microservices");
-        let deployments = self.list("apps", "v1", "deployments");
-        let services = self.list("", "v1", "services");
+        let microservices = self.list("platform.example.com", "v1alpha1", "Microservice", "microservices").await;
+        let deployments = self.list("apps", "v1", "Deployment", "deployments").await;
+        let services = self.list("", "v1", "Service", "services").await;
         let by_name = |items: &[Value], n: &str| -> Vec<Value> {
             items.iter().filter(|o| o["metadata"]["name"] == n).cloned().collect()
         };
@@ -265,7 +350,7 @@ impl Cluster {
     async fn wait_end_state(&self, specs: &BTreeMap<usize, Spec>, seed: u64, phase: &str) {
         let started = Instant::now();
         loop {
-            let problems = self.end_state_problems(specs);
+            let problems = self.end_state_problems(specs).await;
             if problems.is_empty() {
                 return;
             }
@@ -364,8 +449,8 @@ async fn the_operator_converges_and_keeps_its_invariants_under_chaos() {
     println!("chaos seed: {seed} (replay with CHAOS_SEED={seed})");
     eprintln!("chaos seed: {seed} (replay with CHAOS_SEED={seed})");
     let mut rng = StdRng::seed_from_u64(seed);
-    let cluster = Cluster::start().await;
-    let recorder = Recorder::start(&cluster.sim, NS);
+    let mut cluster = Cluster::start().await;
+    let recorder = Recorder::start(&cluster.backend, NS);
 
     // Calm start: every CR valid, so each has its children before the chaos begins.
     let mut specs = BTreeMap::new();
@@ -376,14 +461,14 @@ async fn the_operator_converges_and_keeps_its_invariants_under_chaos() {
         } else {
             spec
         };
-        cluster.create(i, &spec);
+        cluster.create(i, &spec).await;
         specs.insert(i, spec);
     }
     let mut single = Some(cluster.replica(None));
     let mut elected: [Option<Replica>; 2] = [None, None];
     cluster.wait_end_state(&specs, seed, "initial convergence").await;
 
-    cluster.sim.faults().set_config(faults(seed));
+    cluster.set_faults(faults(seed));
     let plan = timeline(&mut rng);
     let (mut kills, mut edits, mut invalid_edits) = (0, 0, 0);
     let start = Instant::now();
@@ -391,7 +476,7 @@ async fn the_operator_converges_and_keeps_its_invariants_under_chaos() {
         tokio::time::sleep_until((start + at).into()).await;
         match action {
             Action::Edit(i, spec) => {
-                cluster.edit(i, &spec);
+                cluster.edit(i, &spec).await;
                 edits += 1;
                 invalid_edits += usize::from(spec.invalid.is_some());
                 specs.insert(i, spec);
@@ -422,14 +507,14 @@ async fn the_operator_converges_and_keeps_its_invariants_under_chaos() {
                 }
             }
             Action::StartElected(k) => elected[k] = Some(cluster.replica(Some(&format!("replica-{k}")))),
-            Action::ForceGone(resource) => cluster.sim.faults().force_gone(resource),
+            Action::ForceGone(resource) => cluster.force_gone(resource).await,
         }
     }
     assert!(kills >= 3, "chaos seed {seed}: only {kills} kills happened");
     println!(
         "chaos seed {seed}: {edits} edits ({invalid_edits} invalid), {kills} kills; faults off, waiting for convergence"
     );
-    cluster.sim.faults().set_config(FaultConfig { seed, ..FaultConfig::default() });
+    cluster.set_faults(FaultConfig { seed, ..FaultConfig::default() });
     cluster.wait_end_state(&specs, seed, "after the chaos").await;
 
     let record = recorder.record();

@@ -1,6 +1,7 @@
-//! The properties checked continuously, on every change the emulator commits (its in-process change feed, which
-//! carries every kind in resourceVersion order, so the Deployment recorded just before a Microservice status is
-//! what the store held when that status was written):
+//! The properties checked on every change in resourceVersion order, so the Deployment recorded just before a
+//! Microservice status is what the store held when that status was written. On kubesim the changes come from its
+//! in-process change feed, as they are committed; on the real server from watches of both kinds, merged by
+//! resourceVersion (etcd's revision is global) and replayed when the record is read.
 //! - status.observedGeneration never decreases;
 //! - no Microservice is Ready for its current generation while that generation's rollout is incomplete;
 //! - an invalid generation costs at most one status write.
@@ -8,8 +9,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use kubesim::Sim;
-use kubesim::cluster::{Change, ChangeKind};
+use futures::StreamExt;
+use kube::Api;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::watcher;
+use kubesim::cluster::ChangeKind;
 use microservice_core::contract::validate_object;
 use microservice_core::crd::Microservice;
 use microservice_core::profile::PlatformProfile;
@@ -62,28 +66,27 @@ pub struct Record {
 }
 
 impl Record {
-    fn on_change(&mut self, change: &Change, namespace: &str) {
-        let obj = &change.object;
+    /// One committed change of `plural` (`deployments` or `microservices`): the object now and before.
+    fn on_change(&mut self, plural: &str, deleted: bool, obj: &Value, old: Option<&Value>, namespace: &str) {
         if obj.pointer("/metadata/namespace").and_then(Value::as_str) != Some(namespace) {
             return;
         }
         let Some(name) = obj.pointer("/metadata/name").and_then(Value::as_str).map(str::to_string) else { return };
-        match change.rt.plural.as_str() {
-            "deployments" if change.kind == ChangeKind::Deleted => {
+        match plural {
+            "deployments" if deleted => {
                 self.deployments.remove(&name);
             }
             "deployments" => {
-                self.deployments.insert(name, obj.as_ref().clone());
+                self.deployments.insert(name, obj.clone());
             }
-            "microservices" if change.kind != ChangeKind::Deleted => self.on_microservice(&name, change),
+            "microservices" if !deleted => self.on_microservice(&name, obj, old),
             _ => {}
         }
     }
 
-    fn on_microservice(&mut self, name: &str, change: &Change) {
-        let obj = &change.object;
+    fn on_microservice(&mut self, name: &str, obj: &Value, old: Option<&Value>) {
         let status = obj.get("status");
-        let status_changed = change.old.as_ref().map(|old| old.get("status")) != Some(status);
+        let status_changed = old.map(|old| old.get("status")) != Some(status);
         if !status_changed {
             return;
         }
@@ -97,7 +100,7 @@ impl Record {
             }
         }
         let want = want(obj);
-        if ready_for_current_generation(obj.as_ref()) {
+        if ready_for_current_generation(obj) {
             self.ready_checked += 1;
             let deployment = self.deployments.get(name);
             let complete = match (&want, deployment) {
@@ -127,40 +130,99 @@ impl Record {
 
 pub struct Recorder {
     record: Arc<Mutex<Record>>,
-    task: JoinHandle<()>,
+    /// Real server: every watch event seen, replayed in resourceVersion order when the record is read.
+    events: Option<Arc<Mutex<Vec<Seen>>>>,
+    namespace: &'static str,
+    tasks: Vec<JoinHandle<()>>,
 }
 
+/// A watch event: (resourceVersion, plural, deleted, object).
+type Seen = (u64, &'static str, bool, Value);
+
 impl Recorder {
-    pub fn start(sim: &Sim, namespace: &'static str) -> Recorder {
+    pub fn start(cluster: &microservice_testkit::Cluster, namespace: &'static str) -> Recorder {
         let record = Arc::new(Mutex::new(Record::default()));
+        let Some(sim) = cluster.sim() else {
+            let events = Arc::new(Mutex::new(Vec::new()));
+            let tasks = [
+                ("apps", "v1", "Deployment", "deployments"),
+                ("platform.example.com", "v1alpha1", "Microservice", "microservices"),
+            ]
+            .into_iter()
+            .map(|(group, version, kind, plural)| {
+                let resource = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
+                let api: Api<DynamicObject> = Api::namespaced_with(cluster.client(), namespace, &resource);
+                let sink = events.clone();
+                tokio::spawn(async move {
+                    // The watcher resumes from the last resourceVersion after a broken stream (kube-apiserver
+                    // restarted): the events in between are delivered, not lost.
+                    let mut stream = watcher(api, watcher::Config::default()).boxed();
+                    while let Some(event) = stream.next().await {
+                        let (deleted, object) = match event {
+                            Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => (false, o),
+                            Ok(watcher::Event::Delete(o)) => (true, o),
+                            _ => continue,
+                        };
+                        let rv = object.metadata.resource_version.as_deref().and_then(|v| v.parse().ok());
+                        if let (Some(rv), Ok(value)) = (rv, serde_json::to_value(&object)) {
+                            lock(&sink).push((rv, plural, deleted, value));
+                        }
+                    }
+                })
+            })
+            .collect();
+            return Recorder { record, events: Some(events), namespace, tasks };
+        };
         let sink = record.clone();
         let mut feed = sim.cluster().subscribe();
         let task = tokio::spawn(async move {
             loop {
                 match feed.recv().await {
-                    Ok(change) => lock(&sink).on_change(&change, namespace),
+                    Ok(change) => lock(&sink).on_change(
+                        &change.rt.plural,
+                        change.kind == ChangeKind::Deleted,
+                        &change.object,
+                        change.old.as_deref(),
+                        namespace,
+                    ),
                     // The checks would be incomplete from here on: the test fails on it.
                     Err(RecvError::Lagged(_)) => lock(&sink).lagged += 1,
                     Err(RecvError::Closed) => break,
                 }
             }
         });
-        Recorder { record, task }
+        Recorder { record, events: None, namespace, tasks: vec![task] }
     }
 
     pub fn record(&self) -> MutexGuard<'_, Record> {
+        if let Some(events) = &self.events {
+            let mut seen = lock(events).clone();
+            // A relist repeats what a watch already delivered: each (kind, object, version) counts once.
+            seen.sort_by_key(|(rv, plural, _, _)| (*rv, *plural));
+            seen.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1 && a.3["metadata"]["name"] == b.3["metadata"]["name"]);
+            let mut replay = Record::default();
+            let mut last: HashMap<(&str, String), Value> = HashMap::new();
+            for (_, plural, deleted, object) in &seen {
+                let name = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
+                let old = last.insert((*plural, name), object.clone());
+                replay.on_change(plural, *deleted, object, old.as_ref(), self.namespace);
+            }
+            *lock(&self.record) = replay;
+        }
         lock(&self.record)
     }
 }
 
 impl Drop for Recorder {
     fn drop(&mut self) {
-        self.task.abort();
+        for task in &self.tasks {
+            task.abort();
+        }
     }
 }
 
-fn lock(record: &Mutex<Record>) -> MutexGuard<'_, Record> {
-    record.lock().unwrap_or_else(|p| p.into_inner())
+fn lock<T>(value: &Mutex<T>) -> MutexGuard<'_, T> {
+    value.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(test)]
