@@ -2,7 +2,6 @@
 //! "ServiceError: client error (Connect)" (the cause is buried in the source chain) or a debug dump of the server's
 //! Status; the operator's start-up checks and the plugin's `status`/`wait` print these instead.
 
-
 /// One line: what went wrong and what to check.
 pub fn describe(err: &kube::Error) -> String {
     if let kube::Error::Api(status) = err {
