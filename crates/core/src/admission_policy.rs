@@ -30,7 +30,7 @@ const WHITESPACE: &str = r"[ \t\n\x0B\f\r]";
 const DNS1035_LABEL: &str = r"^[a-z]([-a-z0-9]*[a-z0-9])?$";
 
 /// A CEL string literal.
-fn lit(text: &str) -> String {
+pub(crate) fn lit(text: &str) -> String {
     let mut out = String::from("'");
     for c in text.chars() {
         match c {
@@ -155,19 +155,23 @@ pub fn policy(profile: &PlatformProfile) -> Value {
             [
                 format!("variables.image == '' ? {}", lit(&ImageRefError::Empty.to_string())),
                 format!("variables.image.matches({}) ? {}", lit(WHITESPACE), lit(&ImageRefError::Whitespace.to_string())),
+                // Only sha256 and sha512 digests: a malformed one, a short sha512, another algorithm.
                 format!(
-                    "variables.at >= 0 && !(variables.digest.matches({}) && (variables.digest.startsWith('sha256:') ? \
-                     variables.digest.matches('^sha256:[0-9a-f]{{64}}$') : variables.digest.startsWith('sha512:') ? \
-                     variables.digest.matches('^sha512:[0-9a-f]{{128}}$') : \
-                     variables.digest.matches('^[^:]*:[A-Za-z0-9=_-]{{32,}}$'))) ? {}",
+                    "variables.at >= 0 && !variables.digest.matches('^sha256:[0-9a-f]{{64}}$') && \
+                     !variables.digest.matches('^sha512:[0-9a-f]{{128}}$') ? \
+                     (variables.digest.startsWith('sha512:') ? {} : \
+                     variables.digest.startsWith('sha256:') || !variables.digest.matches({}) ? {} : {})",
+                    cel_error(ImageRefError::InvalidSha512Digest, "variables.digest"),
                     lit(DIGEST_ALGORITHM),
-                    cel_error(ImageRefError::InvalidDigest, "variables.digest")
+                    cel_error(ImageRefError::InvalidDigest, "variables.digest"),
+                    cel_error(ImageRefError::UnsupportedDigest, "variables.digest")
                 ),
                 format!(
                     "variables.colon >= 0 && !variables.tag.matches({}) ? {}",
                     lit(TAG),
                     cel_error(ImageRefError::InvalidTag, "variables.tag")
                 ),
+                format!("variables.name == '' ? {}", lit(&ImageRefError::MissingRepository.to_string())),
                 format!(
                     "variables.hasRegistry && !variables.registry.matches({}) ? {}",
                     lit(&format!("{HOST}{PORT}")),

@@ -1,20 +1,73 @@
 //! The `Microservice` custom resource: what a team asks for (spec) and what the operator reports (status).
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{CustomResourceDefinition, ValidationRule};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// Server-side gate for `spec.image`: a reference in the distribution grammar that ends in a tag and/or a digest.
-/// The contract checks the rest (allowed repository, mutable tags) and explains the refusal.
+/// The distribution grammar of a reference that ends in a tag and/or a sha256/sha512 digest: the last of the
+/// CRD's rules on `spec.image` ([`image_rules`]), reached only by what the earlier, more specific rules let pass.
 pub const IMAGE_PATTERN: &str = concat!(
     r"^(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:.]+\])",
     r"(?::[0-9]+)?/)?",
     r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*",
-    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}(?:@[a-z0-9]+(?:[+._-][a-z0-9]+)*:[A-Za-z0-9=_-]{32,})?",
-    r"|@[a-z0-9]+(?:[+._-][a-z0-9]+)*:[A-Za-z0-9=_-]{32,})$"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}(?:@sha(?:256|512):[0-9a-f]{32,})?",
+    r"|@sha(?:256|512):[0-9a-f]{32,})$"
 );
+
+/// The example every CRD message gives.
+const EXAMPLE_IMAGE: &str = "ghcr.io/example/todo-api:1.4.2";
+
+/// The CRD's checks of `spec.image`, most specific first, as (CEL condition on `self`, message). Each rule only
+/// speaks when every earlier one holds, so a refusal says the one thing that is wrong, in words, with an example
+/// (a regex in an error message helps nobody). The digest's exact length and everything the platform decides
+/// (allowed repositories, mutable tags) are the contract's: the admission policy and the operator explain those.
+pub fn image_rules() -> Vec<(String, String)> {
+    use crate::admission_policy::lit;
+    let rules: [(String, &str); 6] = [
+        ("size(self) > 0".into(), "the image is empty"),
+        (
+            "self.matches('^[!-~]+$')".into(),
+            "the image contains whitespace or characters outside ASCII, which no image reference has",
+        ),
+        (
+            "!self.startsWith(':') && !self.startsWith('@')".into(),
+            "the image has no repository name before its tag or digest",
+        ),
+        (
+            "self.contains('@') || self.matches(':[^/]*$')".into(),
+            "the image has no tag or digest, so what runs could change without a spec change; pin a version",
+        ),
+        (
+            "!self.contains('@') || self.matches('@sha(256|512):[0-9a-f]{32,}$')".into(),
+            "the image's digest must be `sha256:` followed by 64 lowercase hex digits (or `sha512:` followed by 128)",
+        ),
+        (
+            format!("self.matches({})", lit(IMAGE_PATTERN)),
+            "the image is not an image reference: write [REGISTRY[:PORT]/]REPOSITORY:TAG or REPOSITORY@sha256:DIGEST, \
+             where the repository is lowercase letters and digits separated by `/`, `.`, `_`, `__` or `-`, and the \
+             tag is at most 128 letters, digits, `_`, `.` or `-`",
+        ),
+    ];
+    let mut out = Vec::new();
+    let mut earlier: Vec<String> = Vec::new();
+    for (condition, what) in rules {
+        let expression =
+            if earlier.is_empty() { condition.clone() } else { format!("!({}) || {condition}", earlier.join(" && ")) };
+        out.push((expression, format!("{what}; e.g. {EXAMPLE_IMAGE}")));
+        earlier.push(format!("({condition})"));
+    }
+    out
+}
+
+/// The rule on the object's name: the Service is named like the Microservice, and Service names are DNS-1035
+/// labels, stricter than the DNS-1123 subdomains the API server checks for every object.
+pub const NAME_RULE: &str =
+    "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 63";
+pub const NAME_RULE_MESSAGE: &str = "metadata.name must also name the Microservice's Service: at most 63 lowercase \
+                                     letters, digits and `-`, starting with a letter and ending with a letter or \
+                                     digit, e.g. todo-api";
 
 /// What a team asks the platform to run.
 #[derive(CustomResource, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -31,17 +84,21 @@ pub const IMAGE_PATTERN: &str = concat!(
     // Raw JSON form: the structured form trips clippy's duplicated_attributes on repeated keys.
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
-    printcolumn = r#"{"name":"Image","type":"string","jsonPath":".spec.image"}"#,
+    // What runs (status.image) and the generation the status describes, not the spec's wish: while the operator
+    // is down or a rollout runs, the spec's image would read as if it were running.
+    printcolumn = r#"{"name":"Image","type":"string","jsonPath":".status.image","description":"the image every replica runs"}"#,
+    printcolumn = r#"{"name":"Observed","type":"integer","jsonPath":".status.observedGeneration","description":"the generation the status describes"}"#,
     printcolumn = r#"{"name":"Replicas","type":"string","jsonPath":".status.replicasSummary","description":"ready/desired replicas"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
-    printcolumn = r#"{"name":"Rolled-Out","type":"string","jsonPath":".status.image","description":"the image every replica runs","priority":1}"#,
+    printcolumn = r#"{"name":"Spec-Image","type":"string","jsonPath":".spec.image","description":"the image the spec asks for","priority":1}"#,
+    printcolumn = r#"{"name":"Generation","type":"integer","jsonPath":".metadata.generation","priority":1}"#,
     printcolumn = r#"{"name":"Reason","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason","priority":1}"#
 )]
 #[serde(rename_all = "camelCase")]
 pub struct MicroserviceSpec {
     /// Container image with an explicit tag or digest, e.g. ghcr.io/example/todo-api:1.4.2. The platform
     /// accepts only its allowed repositories and refuses mutable tags such as `latest`.
-    #[schemars(regex(pattern = IMAGE_PATTERN), length(max = 512))]
+    #[schemars(length(max = 512))]
     pub image: String,
     /// Port the application listens on inside the container (unprivileged: 1024-65535).
     #[schemars(range(min = 1024, max = 65535))]
@@ -158,6 +215,22 @@ pub fn crd() -> CustomResourceDefinition {
     let mut crd = Microservice::crd();
     if crd.spec.names.list_kind.is_none() {
         crd.spec.names.list_kind = Some(format!("{}List", crd.spec.names.kind));
+    }
+    let rule =
+        |rule: String, message: String| ValidationRule { rule, message: Some(message), ..ValidationRule::default() };
+    for version in &mut crd.spec.versions {
+        let Some(root) = version.schema.as_mut().and_then(|s| s.open_api_v3_schema.as_mut()) else { continue };
+        root.x_kubernetes_validations = Some(vec![rule(NAME_RULE.into(), NAME_RULE_MESSAGE.into())]);
+        let image = root
+            .properties
+            .as_mut()
+            .and_then(|p| p.get_mut("spec"))
+            .and_then(|spec| spec.properties.as_mut())
+            .and_then(|p| p.get_mut("image"));
+        if let Some(image) = image {
+            image.x_kubernetes_validations =
+                Some(image_rules().into_iter().map(|(expression, message)| rule(expression, message)).collect());
+        }
     }
     crd
 }

@@ -36,6 +36,16 @@ pub enum ImageRefError {
     InvalidTag(String),
     #[error("digest `{0}` must look like `sha256:` followed by 64 lowercase hex digits")]
     InvalidDigest(String),
+    #[error("digest `{0}` must look like `sha512:` followed by 128 lowercase hex digits")]
+    InvalidSha512Digest(String),
+    /// A well-formed digest of an algorithm runtimes do not pull by (e.g. `md5`): a kubelet would refuse it.
+    #[error(
+        "digest `{0}` uses an algorithm images are not pulled by; use `sha256:` followed by 64 lowercase hex digits \
+         (or `sha512:` followed by 128)"
+    )]
+    UnsupportedDigest(String),
+    #[error("there is no repository name before the tag or digest")]
+    MissingRepository,
 }
 
 /// A parsed image reference. `registry` and `path` are as written; [`ImageReference::repository`] gives the
@@ -74,6 +84,9 @@ impl ImageReference {
             }
             None => (name_and_tag, None),
         };
+        if name.is_empty() {
+            return Err(ImageRefError::MissingRepository);
+        }
         let (registry, path) = split_registry(name)?;
         if name.len() > MAX_NAME_LEN {
             return Err(ImageRefError::NameTooLong(name.len()));
@@ -219,12 +232,14 @@ fn validate_digest(digest: &str) -> Result<(), ImageRefError> {
         return Err(invalid());
     }
     let lower_hex = |s: &str| s.chars().all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c));
-    let encoded_ok = match algorithm {
-        "sha256" => encoded.len() == 64 && lower_hex(encoded),
-        "sha512" => encoded.len() == 128 && lower_hex(encoded),
-        _ => encoded.len() >= 32 && encoded.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '=' | '_' | '-')),
-    };
-    if encoded_ok { Ok(()) } else { Err(invalid()) }
+    // Only the digests container runtimes verify: the grammar's other algorithms would be refused at pull time.
+    match algorithm {
+        "sha256" if encoded.len() == 64 && lower_hex(encoded) => Ok(()),
+        "sha256" => Err(invalid()),
+        "sha512" if encoded.len() == 128 && lower_hex(encoded) => Ok(()),
+        "sha512" => Err(ImageRefError::InvalidSha512Digest(digest.to_string())),
+        _ => Err(ImageRefError::UnsupportedDigest(digest.to_string())),
+    }
 }
 
 #[cfg(test)]
@@ -351,6 +366,8 @@ mod tests {
             ("ghcr.io/example/todo-api@sha256:abc", InvalidDigest("sha256:abc".into())),
             ("ghcr.io/example/todo-api@", InvalidDigest("".into())),
             ("ghcr.io/example/todo-api@1.2", InvalidDigest("1.2".into())),
+            (":latest", MissingRepository),
+            ("@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", MissingRepository),
             (
                 "ghcr.io/example/todo-api@sha256:0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef",
                 InvalidDigest("sha256:0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef".into()),
@@ -365,6 +382,27 @@ mod tests {
         for (input, expected) in cases {
             assert_eq!(ImageReference::parse(input), Err(expected), "{input}");
         }
+    }
+
+    #[test]
+    fn only_digests_a_runtime_pulls_by_are_accepted() {
+        let hex = |n: usize| "0123456789abcdef".repeat(8)[..n].to_string();
+        let sha512 = format!("sha512:{}", hex(128));
+        assert!(ImageReference::parse(&format!("ghcr.io/example/todo-api@{sha512}")).is_ok());
+        let md5 = format!("md5:{}", hex(32));
+        let refused = ImageReference::parse(&format!("ghcr.io/example/todo-api@{md5}")).unwrap_err();
+        assert_eq!(refused, ImageRefError::UnsupportedDigest(md5));
+        assert!(refused.to_string().contains("use `sha256:` followed by 64"), "{refused}");
+        let short512 = format!("sha512:{}", hex(64));
+        let refused = ImageReference::parse(&format!("ghcr.io/example/todo-api@{short512}")).unwrap_err();
+        assert!(refused.to_string().contains("`sha512:` followed by 128"), "{refused}");
+        assert!(!refused.to_string().contains("sha256"), "{refused}");
+    }
+
+    #[test]
+    fn a_tag_without_a_repository_says_so() {
+        let refused = ImageReference::parse(":latest").unwrap_err();
+        assert_eq!(refused.to_string(), "there is no repository name before the tag or digest");
     }
 
     #[test]

@@ -116,7 +116,9 @@ impl Conflict {
 pub fn conflict(ms: &Microservice, kind: ChildKind, ownership: &Ownership) -> Option<Conflict> {
     let name = ms.metadata.name.clone().unwrap_or_default();
     let namespace = ms.metadata.namespace.clone().unwrap_or_default();
-    let handover = format!("kubectl annotate {} {name} -n {namespace} {HANDOVER_ANNOTATION}={name}", kind.resource());
+    // --overwrite: the annotation may already name another Microservice (an earlier handover).
+    let handover =
+        format!("kubectl annotate {} {name} -n {namespace} --overwrite {HANDOVER_ANNOTATION}={name}", kind.resource());
     let (reason, message) = match ownership {
         Ownership::Absent | Ownership::Owned | Ownership::HandedOver => return None,
         Ownership::Unowned => (
@@ -271,7 +273,8 @@ mod tests {
     #[test]
     fn conflicts_say_exactly_how_to_hand_over() {
         let ms = ms();
-        let command = "kubectl annotate deployments todo-api -n todo platform.example.com/handover=todo-api";
+        let command =
+            "kubectl annotate deployments todo-api -n todo --overwrite platform.example.com/handover=todo-api";
         let unowned = conflict(&ms, ChildKind::Deployment, &Ownership::Unowned).unwrap();
         assert_eq!(unowned.reason, ConflictReason::NotHandedOver);
         assert!(unowned.message.contains(command), "{}", unowned.message);
@@ -280,9 +283,9 @@ mod tests {
         let controlled = conflict(&ms, ChildKind::Service, &other).unwrap();
         assert!(controlled.message.contains("HelmRelease todo"), "{}", controlled.message);
         assert!(
-            controlled
-                .message
-                .contains("kubectl annotate services todo-api -n todo platform.example.com/handover=todo-api"),
+            controlled.message.contains(
+                "kubectl annotate services todo-api -n todo --overwrite platform.example.com/handover=todo-api"
+            ),
             "{}",
             controlled.message
         );

@@ -88,7 +88,7 @@ pub enum QueryError {
          kubectl apply -f -`"
     )]
     NoCrd,
-    #[error("cannot read Microservices: {0}; check the cluster is reachable and you may read microservices")]
+    #[error("cannot read Microservices: {}", microservice_operator::connection::describe(.0))]
     Api(kube::Error),
     #[error("cannot render JSON: {0}")]
     Json(#[from] serde_json::Error),

@@ -151,7 +151,10 @@ pub fn next_step(reason: &str, namespace: &str, name: &str, message: &str) -> Op
             let kinds = if kinds.is_empty() { vec!["deployment"] } else { kinds };
             let commands = kinds
                 .iter()
-                .map(|k| format!("`kubectl -n {namespace} annotate {k} {name} {HANDOVER_ANNOTATION}={name}`"))
+                // --overwrite: the annotation may already name another Microservice.
+                .map(|k| {
+                    format!("`kubectl -n {namespace} annotate {k} {name} --overwrite {HANDOVER_ANNOTATION}={name}`")
+                })
                 .collect::<Vec<_>>()
                 .join(" and ");
             format!(
@@ -553,7 +556,11 @@ mod tests {
             "Deployment todo/billing already exists and is not managed by Microservice billing",
         )
         .unwrap();
-        assert!(step.contains("kubectl -n todo annotate deployment billing platform.example.com/handover=billing"));
+        assert!(
+            step.contains(
+                "kubectl -n todo annotate deployment billing --overwrite platform.example.com/handover=billing"
+            )
+        );
         assert!(!step.contains("annotate service"));
         let both = next_step(
             "MutableTag",

@@ -179,6 +179,20 @@ pub async fn wait_ready(
         })
     })?;
     let mut last = format!("Microservice {namespace}/{name} does not exist");
+    // Check once before watching: with `--timeout 0s` this is the answer (the deadline would otherwise win the
+    // race against the watch's first event), and an object already Ready or refused needs no watch.
+    if let Some(ms) = api.get_opt(name).await.map_err(|e| WaitError::Query(crate::status::QueryError::Api(e)))? {
+        match verdict(&ms) {
+            Verdict::Ready => return Ok(Outcome::Ready { message: ready_message(&ms) }),
+            Verdict::Failed { reason, message, next_step } => {
+                return Ok(Outcome::Failed { reason, message, next_step });
+            }
+            Verdict::Waiting(what) => last = what,
+        }
+    }
+    if timeout.is_zero() {
+        return Ok(Outcome::TimedOut { last });
+    }
     let deadline = tokio::time::Instant::now() + timeout;
     let mut stream = watcher::watch_object(api, name).default_backoff().boxed();
     progress.spin(&format!("waiting for {namespace}/{name}: connecting"));

@@ -601,16 +601,20 @@ async fn project_crd_and_sample() {
     let out = k.ok(&["apply", "-f", sample.to_str().unwrap()]).await;
     assert_eq!(out.trim(), "microservice.platform.example.com/todo-api created");
     // A status as the operator writes it, so every printer column has a value to show.
-    let status = r#"{"status": {"phase": "Ready", "replicasSummary": "2/2", "conditions": [{"type": "Ready", "status": "True", "reason": "RolledOut", "message": "all replicas ready", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}"#;
+    // The operator is behind: the pods still run 1.4.1 (generation 1 of a spec that now says 1.4.2 would show the
+    // same), and the default columns show what runs and the generation it describes.
+    let status = r#"{"status": {"phase": "Ready", "replicasSummary": "2/2", "image": "ghcr.io/example/todo-api:1.4.1", "observedGeneration": 1, "conditions": [{"type": "Ready", "status": "True", "reason": "RolledOut", "message": "all replicas ready", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}"#;
     k.ok(&["patch", "ms", "todo-api", "-n", "todo", "--subresource=status", "--type=merge", "-p", status]).await;
     let table = k.ok(&["get", "ms", "-n", "todo"]).await;
-    assert_eq!(header(&table), ["NAME", "READY", "PHASE", "IMAGE", "REPLICAS", "AGE"]);
+    assert_eq!(header(&table), ["NAME", "READY", "PHASE", "IMAGE", "OBSERVED", "REPLICAS", "AGE"]);
     let cells = row(&table, "todo-api").unwrap();
-    assert_eq!(cells[..5], ["todo-api", "True", "Ready", "ghcr.io/example/todo-api:1.4.2", "2/2"], "{table}");
+    assert_eq!(cells[..6], ["todo-api", "True", "Ready", "ghcr.io/example/todo-api:1.4.1", "1", "2/2"], "{table}");
     let table = k.ok(&["get", "ms", "-A"]).await;
-    assert_eq!(header(&table), ["NAMESPACE", "NAME", "READY", "PHASE", "IMAGE", "REPLICAS", "AGE"]);
-    let wide = k.ok(&["get", "ms", "-A", "-o", "wide"]).await;
-    assert!(header(&wide).ends_with(&["AGE", "ROLLED-OUT", "REASON"]), "{wide}");
+    assert_eq!(header(&table), ["NAMESPACE", "NAME", "READY", "PHASE", "IMAGE", "OBSERVED", "REPLICAS", "AGE"]);
+    let wide = k.ok(&["get", "ms", "-n", "todo", "-o", "wide"]).await;
+    assert!(header(&wide).ends_with(&["AGE", "SPEC-IMAGE", "GENERATION", "REASON"]), "{wide}");
+    let wide_cells = row(&wide, "todo-api").unwrap();
+    assert!(wide_cells.contains(&"ghcr.io/example/todo-api:1.4.2"), "the spec's image in -o wide: {wide}");
 }
 
 /// `kubectl get events` (core/v1) shows what kube-rs's Recorder wrote through events.k8s.io/v1.

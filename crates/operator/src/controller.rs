@@ -279,6 +279,8 @@ async fn run_controller(
                     // Expected while a CR is deleted between being queued and reconciled, and for children
                     // without a Microservice of their name.
                     controller::Error::ObjectNotFound(_) => {}
+                    // error_policy already logged it, with the object and the retry.
+                    controller::Error::ReconcilerFailed(..) => {}
                     other => warn!(error = %other, "controller error"),
                 }
             }

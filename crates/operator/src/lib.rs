@@ -3,6 +3,7 @@
 
 pub mod backoff;
 pub mod cli;
+pub mod connection;
 pub mod controller;
 pub mod error;
 pub mod health;

@@ -287,6 +287,9 @@ mod tests {
     fn flags_are_refused_before_anything_runs() {
         let parse = |flags: &[&str]| Cli::try_parse_from(std::iter::once("run").chain(flags.iter().copied())).is_err();
         assert!(parse(&["--resync-interval", "5 fortnights"]));
+        assert!(parse(&["--resync-interval", "0s"]), "0s would reconcile in a hot loop");
+        assert!(parse(&["--resync-interval", "9s"]));
+        assert!(!parse(&["--resync-interval", "10s"]));
         assert!(parse(&["--concurrency", "0"]));
         assert!(parse(&["--metrics-bind-address", "localhost"]));
         assert!(parse(&["--log-format", "xml"]));

@@ -42,11 +42,16 @@ pub struct Telemetry {
 type Filtered = Layered<EnvFilter, Registry>;
 type BoxedLayer = Box<dyn Layer<Filtered> + Send + Sync>;
 
-/// RUST_LOG, read once so a mistake in it is reported before anything runs. Defaults to `info`.
+/// The filter when RUST_LOG is unset: `info`, without kube-client's own "failed with error" line per failed
+/// request (the operator logs each failure once, with what it was doing; RUST_LOG brings the line back).
+pub const DEFAULT_LOG_FILTER: &str = "info,kube_client::client::builder=off";
+
+/// RUST_LOG, read once so a mistake in it is reported before anything runs. Defaults to [`DEFAULT_LOG_FILTER`].
 pub fn log_filter() -> Result<EnvFilter, TelemetryError> {
+    let from_env = std::env::var(EnvFilter::DEFAULT_ENV).ok().filter(|v| !v.trim().is_empty());
     EnvFilter::builder()
         .with_default_directive(tracing::level_filters::LevelFilter::INFO.into())
-        .from_env()
+        .parse(from_env.as_deref().unwrap_or(DEFAULT_LOG_FILTER))
         .map_err(|e| TelemetryError::Filter(e.to_string()))
 }
 
@@ -59,7 +64,14 @@ pub fn init(format: LogFormat, filter: EnvFilter) -> Result<Telemetry, Telemetry
             .with_current_span(true)
             .with_writer(std::io::stderr)
             .boxed(),
-        LogFormat::Text => tracing_subscriber::fmt::layer().with_writer(std::io::stderr).boxed(),
+        // Colour only on a terminal: escape codes in a redirected file or a log collector are noise.
+        LogFormat::Text => {
+            use std::io::IsTerminal;
+            tracing_subscriber::fmt::layer()
+                .with_ansi(std::io::stderr().is_terminal())
+                .with_writer(std::io::stderr)
+                .boxed()
+        }
     };
     let mut layers: Vec<BoxedLayer> = vec![fmt];
     let endpoint = std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").ok().filter(|e| !e.trim().is_empty());

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 const NS: &str = "todo";
 
 /// A cluster with the Microservice CRD, namespace `todo`, the generated policy and its binding with `actions`.
-/// `schema_checks: false` strips the CRD's own pattern and ranges, so the policy alone decides.
+/// `schema_checks: false` strips the CRD's own rules and ranges, so the policy alone decides.
 fn cluster(actions: &[&str], schema_checks: bool) -> (Cluster, ResourceRef) {
     let cluster = Cluster::new();
     let opts = WriteOptions::default();
@@ -26,10 +26,14 @@ fn cluster(actions: &[&str], schema_checks: bool) -> (Cluster, ResourceRef) {
         let spec = &mut crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"];
         for field in ["image", "port", "replicas"] {
             if let Some(node) = spec[field].as_object_mut() {
-                for key in ["pattern", "minimum", "maximum", "maxLength"] {
+                for key in ["pattern", "minimum", "maximum", "maxLength", "x-kubernetes-validations"] {
                     node.remove(key);
                 }
             }
+        }
+        let root = &mut crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+        if let Some(root) = root.as_object_mut() {
+            root.remove("x-kubernetes-validations");
         }
     }
     let create = |group: &str, plural: &str, ns: Option<&str>, obj: Value| {

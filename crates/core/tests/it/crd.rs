@@ -1,6 +1,7 @@
 //! The committed CRD is the generated one, and it is a structural schema a real API server accepts.
 
-use microservice_core::crd::{IMAGE_PATTERN, crd_yaml};
+use kubesim::schema::CompiledSchema;
+use microservice_core::crd::{IMAGE_PATTERN, NAME_RULE, crd_yaml, image_rules};
 use microservice_core::image::ImageReference;
 use serde_json::Value;
 
@@ -55,7 +56,12 @@ fn schema_states_the_spec_rules() {
     assert_eq!(spec["properties"]["port"]["maximum"].as_f64(), Some(65535.0));
     assert_eq!(spec["properties"]["replicas"]["minimum"].as_f64(), Some(1.0));
     assert_eq!(spec["properties"]["replicas"]["maximum"].as_f64(), Some(20.0));
-    assert_eq!(spec["properties"]["image"]["pattern"].as_str(), Some(IMAGE_PATTERN));
+    // CEL rules with messages in words, not a pattern the server would quote back at the user.
+    assert!(spec["properties"]["image"].get("pattern").is_none());
+    let image_rules_in_crd = spec["properties"]["image"]["x-kubernetes-validations"].as_array().unwrap();
+    assert_eq!(image_rules_in_crd.len(), image_rules().len());
+    assert!(image_rules_in_crd.last().unwrap()["rule"].as_str().unwrap().contains("self.matches("));
+    assert_eq!(schema["x-kubernetes-validations"][0]["rule"], NAME_RULE);
     let conditions = &schema["properties"]["status"]["properties"]["conditions"];
     assert_eq!(conditions["x-kubernetes-list-type"], "map");
     assert_eq!(conditions["x-kubernetes-list-map-keys"], serde_json::json!(["type"]));
@@ -84,29 +90,53 @@ fn names_columns_and_subresources() {
         .filter(|c| c.get("priority").is_none())
         .filter_map(|c| c["name"].as_str())
         .collect();
-    assert_eq!(default_columns, ["Ready", "Phase", "Image", "Replicas", "Age"]);
+    assert_eq!(default_columns, ["Ready", "Phase", "Image", "Observed", "Replicas", "Age"]);
+    let column = |name: &str| {
+        version["additionalPrinterColumns"].as_array().unwrap().iter().find(|c| c["name"] == name).cloned().unwrap()
+    };
+    // What runs and the generation that describes, not what the spec asks for.
+    assert_eq!(column("Image")["jsonPath"], ".status.image");
+    assert_eq!(column("Observed")["jsonPath"], ".status.observedGeneration");
+    assert_eq!(column("Spec-Image")["jsonPath"], ".spec.image");
+}
+
+/// The CRD's rules on `spec.image` and `metadata.name`, as kubesim's CEL evaluates them: the message of each
+/// refusal (none when admitted).
+fn refusals(name: &str, image: &str) -> Vec<String> {
+    let crd = serde_json::to_value(microservice_core::crd::crd()).unwrap();
+    let schema = CompiledSchema::compile(&crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]).unwrap();
+    assert!(schema.unsupported_rules().is_empty());
+    let object = serde_json::json!({
+        "apiVersion": "platform.example.com/v1alpha1", "kind": "Microservice",
+        "metadata": {"name": name, "namespace": "todo"},
+        "spec": {"image": image, "port": 8080},
+    });
+    schema.validate(&object).into_iter().map(|c| format!("{}: {}", c.field, c.message)).collect()
 }
 
 #[test]
-fn image_pattern_admits_every_pinned_reference_the_parser_accepts() {
-    let pattern = regex::Regex::new(IMAGE_PATTERN).unwrap();
+fn image_rules_admit_every_pinned_reference_the_parser_accepts() {
     let sha = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    let sha512 = format!("sha512:{}", "0123456789abcdef".repeat(8));
     let pinned = [
         "ghcr.io/example/todo-api:1.4.2".to_string(),
         "todo-api:1".into(),
         "localhost:5000/todo-api:dev".into(),
         "registry.internal:5000/team/apps/todo-api:1.0.0-rc.1".into(),
         format!("ghcr.io/example/todo-api@{sha}"),
+        format!("ghcr.io/example/todo-api@{sha512}"),
         format!("ghcr.io/example/todo-api:1.4.2@{sha}"),
         "[::1]:5000/todo-api:1".into(),
         "ghcr.io/example/todo_api__x.y-z--w:_under".into(),
         "Registry.Example.com/todo-api:A.B".into(),
         "ghcr.io/example/todo-api:latest".into(),
     ];
+    let pattern = regex::Regex::new(IMAGE_PATTERN).unwrap();
     for image in &pinned {
         let parsed = ImageReference::parse(image).unwrap();
         assert!(parsed.tag.is_some() || parsed.digest.is_some());
-        assert!(pattern.is_match(image), "the CRD would refuse {image}, which the contract accepts");
+        assert!(pattern.is_match(image), "{image}");
+        assert_eq!(refusals("todo-api", image), Vec::<String>::new(), "the CRD refuses {image}");
     }
     let refused = [
         "ghcr.io/example/todo-api",
@@ -120,6 +150,42 @@ fn image_pattern_admits_every_pinned_reference_the_parser_accepts() {
         "ghcr.io//todo-api:1",
     ];
     for image in refused {
-        assert!(!pattern.is_match(image), "the CRD admits {image:?}");
+        assert_eq!(refusals("todo-api", image).len(), 1, "the CRD admits {image:?} or says more than one thing");
+    }
+}
+
+#[test]
+fn image_refusals_say_in_words_what_is_wrong_with_an_example() {
+    let md5 = format!("ghcr.io/example/todo-api@md5:{}", "0123456789abcdef".repeat(2));
+    let cases: [(&str, &str); 7] = [
+        ("ghcr.io/example/todo-api", "has no tag or digest"),
+        ("", "the image is empty"),
+        ("   ", "whitespace"),
+        ("ghcr.io/example/tödo-api:1", "outside ASCII"),
+        (":latest", "no repository name before its tag or digest"),
+        (&md5, "digest must be `sha256:` followed by 64 lowercase hex digits"),
+        ("ghcr.io/Example/todo-api:1", "is not an image reference"),
+    ];
+    for (image, words) in cases {
+        let messages = refusals("todo-api", image);
+        assert_eq!(messages.len(), 1, "{image:?}: {messages:?}");
+        let message = &messages[0];
+        assert!(message.starts_with("spec.image: "), "{message}");
+        assert!(message.contains(words), "{image:?}: {message}");
+        assert!(message.contains("e.g. ghcr.io/example/todo-api:1.4.2"), "{message}");
+        assert!(message.len() < 400, "{image:?}: a message, not the grammar: {message}");
+        assert!(!message.contains("(?:"), "{message}");
+    }
+}
+
+#[test]
+fn names_that_cannot_name_a_service_are_refused_by_the_crd() {
+    for name in ["1abc", "todo.api", &"a".repeat(64)] {
+        let messages = refusals(name, "ghcr.io/example/todo-api:1.4.2");
+        assert_eq!(messages.len(), 1, "{name}: {messages:?}");
+        assert!(messages[0].contains("metadata.name must also name the Microservice's Service"), "{messages:?}");
+    }
+    for name in ["todo-api", "a", &"a".repeat(63)] {
+        assert_eq!(refusals(name, "ghcr.io/example/todo-api:1.4.2"), Vec::<String>::new(), "{name}");
     }
 }

@@ -40,6 +40,19 @@ async fn wait_exits_0_once_ready_and_status_reports_the_rollout() {
 }
 
 #[tokio::test]
+async fn wait_with_a_zero_timeout_checks_once_and_answers() {
+    let cluster = Cluster::start("zero").await;
+    cluster.create("todo-api", "ghcr.io/example/todo-api:1.4.2").await;
+    assert_eq!(wait::run(cluster.wait_args("todo-api", DEADLINE)).await, ExitCode::from(0));
+    // Ready now: a zero timeout still looks once, and says Ready.
+    assert!(matches!(cluster.wait("todo-api", Duration::ZERO).await, Outcome::Ready { .. }));
+    assert_eq!(wait::run(cluster.wait_args("todo-api", Duration::ZERO)).await, ExitCode::from(0));
+    // A missing one is a timeout that says it does not exist.
+    let Outcome::TimedOut { last } = cluster.wait("nope", Duration::ZERO).await else { panic!("expected a timeout") };
+    assert!(last.contains("does not exist"), "{last}");
+}
+
+#[tokio::test]
 async fn wait_exits_1_for_a_refused_image_and_says_why() {
     let cluster = Cluster::start("invalid").await;
     cluster.create("todo-api", "docker.io/someone/todo-api:1.0.0").await;
@@ -93,7 +106,7 @@ async fn a_conflict_names_the_handover_command() {
     assert_eq!(item["reason"], "ResourceConflict");
     let next = item["nextStep"].as_str().unwrap();
     assert!(
-        next.contains("kubectl -n todo annotate deployment billing platform.example.com/handover=billing"),
+        next.contains("kubectl -n todo annotate deployment billing --overwrite platform.example.com/handover=billing"),
         "{next}"
     );
 }

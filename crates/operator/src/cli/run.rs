@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use kube::api::ListParams;
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 use thiserror::Error;
 use tracing::{info, warn};
@@ -21,7 +21,7 @@ use crate::leader::{LeaderError, Leadership};
 use crate::metrics::Metrics;
 use crate::settings::{PodEnvironment, Settings, SettingsError};
 use crate::telemetry::{self, LogFormat, TelemetryError};
-use crate::{http, reconcile};
+use crate::{connection, http, reconcile};
 use microservice_core::crd::Microservice;
 
 /// How long the API server may take to answer the start-up `/version` request.
@@ -60,8 +60,8 @@ pub struct RunArgs {
     #[arg(long, short = 'l', env = "OPERATOR_SELECTOR", value_name = "SELECTOR")]
     pub selector: Option<String>,
 
-    /// Re-check every Microservice this often even without changes (e.g. 30s, 5m, 1h).
-    #[arg(long, env = "OPERATOR_RESYNC_INTERVAL", default_value = "5m", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    /// Re-check every Microservice this often even without changes (e.g. 30s, 5m, 1h; at least 10s).
+    #[arg(long, env = "OPERATOR_RESYNC_INTERVAL", default_value = "5m", value_parser = parse_resync_interval, value_name = "DURATION")]
     pub resync_interval: Duration,
 
     /// Microservices reconciled at once (one object is never reconciled twice at once).
@@ -120,6 +120,21 @@ pub struct RunArgs {
     pub shutdown_timeout: Duration,
 }
 
+/// Below this, a resync re-reconciles every Microservice in a loop (0s hot-loops) and floods the API server.
+pub const MIN_RESYNC_INTERVAL: Duration = Duration::from_secs(10);
+
+/// `--resync-interval`: a duration as people write it, no shorter than [`MIN_RESYNC_INTERVAL`].
+fn parse_resync_interval(text: &str) -> Result<Duration, String> {
+    let interval = humantime::parse_duration(text).map_err(|e| e.to_string())?;
+    if interval < MIN_RESYNC_INTERVAL {
+        return Err(format!(
+            "must be at least {} (a shorter interval re-reconciles every Microservice in a loop)",
+            humantime::format_duration(MIN_RESYNC_INTERVAL)
+        ));
+    }
+    Ok(interval)
+}
+
 #[derive(Debug, Error)]
 pub enum RunError {
     #[error(transparent)]
@@ -134,6 +149,8 @@ pub enum RunError {
         "cannot reach the Kubernetes API server at {url}: {reason}; check --kubeconfig/--context and that the cluster is up"
     )]
     Unreachable { url: String, reason: String },
+    #[error("the Kubernetes API server at {url} refused the operator: {reason}")]
+    Refused { url: String, reason: String },
     #[error(
         "the Microservice CRD (microservices.platform.example.com) is not installed in the cluster; install it with \
          `microservice-operator crd | kubectl apply -f -`"
@@ -198,7 +215,8 @@ async fn run_operator(args: RunArgs) -> Result<(), RunError> {
     // One cheap request: an unreachable server fails the start with its address instead of watches retrying forever.
     let version = match tokio::time::timeout(REACHABILITY_TIMEOUT, client.apiserver_version()).await {
         Ok(Ok(version)) => version,
-        Ok(Err(e)) => return Err(RunError::Unreachable { url, reason: e.to_string() }),
+        Ok(Err(e @ kube::Error::Api(_))) => return Err(RunError::Refused { url, reason: connection::describe(&e) }),
+        Ok(Err(e)) => return Err(RunError::Unreachable { url, reason: connection::describe(&e) }),
         Err(_) => return Err(RunError::Unreachable { url, reason: format!("no answer in {REACHABILITY_TIMEOUT:?}") }),
     };
     // Logging starts once the cluster answered: a failed start is then only the error line, not the client's
@@ -348,10 +366,11 @@ async fn can_list(client: &Client, settings: &Settings) -> Result<(), RunError> 
                 reason: status.message,
             })
         }
-        Err(kube::Error::Api(status)) if status.code == 401 || status.code == 403 => {
-            Err(RunError::Forbidden { scope, reason: status.message })
-        }
-        Err(e) => Err(RunError::List { scope, reason: e.to_string() }),
+        Err(kube::Error::Api(status)) if status.code == 401 || status.code == 403 => Err(RunError::Forbidden {
+            scope,
+            reason: connection::describe_status(status.code, &status.reason, &status.message),
+        }),
+        Err(e) => Err(RunError::List { scope, reason: connection::describe(&e) }),
     }
 }
 
@@ -369,9 +388,18 @@ async fn track_phases(api: Api<Microservice>, selector: Option<String>, metrics:
     if let Some(selector) = &selector {
         config = config.labels(selector);
     }
+    follow_phases(watcher(api, config), &metrics).await;
+}
+
+/// Applies watch events to the phase metric. An error is one warning; the retry waits kube-runtime's default
+/// backoff (growing to 30s), so an outage is not a warning every second.
+pub async fn follow_phases(
+    events: impl futures::Stream<Item = Result<watcher::Event<Microservice>, watcher::Error>> + Send,
+    metrics: &Metrics,
+) {
     let phase = |ms: &Microservice| ms.status.as_ref().and_then(|s| s.phase);
     let mut listing = Vec::new();
-    let mut events = watcher(api, config).boxed();
+    let mut events = events.default_backoff().boxed();
     while let Some(event) = events.next().await {
         match event {
             Ok(watcher::Event::Init) => listing.clear(),
@@ -379,11 +407,7 @@ async fn track_phases(api: Api<Microservice>, selector: Option<String>, metrics:
             Ok(watcher::Event::InitDone) => metrics.reset_phases(listing.drain(..)),
             Ok(watcher::Event::Apply(ms)) => metrics.observe_phase(&reconcile::key(&ms), phase(&ms)),
             Ok(watcher::Event::Delete(ms)) => metrics.forget_phase(&reconcile::key(&ms)),
-            Err(e) => {
-                // The watcher re-lists by itself; pace it like kube-runtime's default backoff would.
-                warn!(error = %e, "watching Microservices for the phase metric failed; retrying");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
+            Err(e) => warn!(error = %e, "watching Microservices for the phase metric failed; retrying with backoff"),
         }
     }
 }

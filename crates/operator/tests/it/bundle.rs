@@ -39,6 +39,18 @@ fn one<T: serde::de::DeserializeOwned>(objects: &[Value], kind: &str, namespace:
     serde_json::from_value(found[0].clone()).unwrap()
 }
 
+/// Deleting the bundle (`kubectl delete -k deploy`, `manifests | kubectl delete -f -`) deletes what it creates: it
+/// must never hold the watched namespace, where the teams' workloads live.
+#[test]
+fn the_bundle_does_not_own_the_watched_namespace() {
+    let objects = objects();
+    let namespaces: Vec<&str> =
+        of_kind(&objects, "Namespace").iter().filter_map(|n| n["metadata"]["name"].as_str()).collect();
+    assert_eq!(namespaces, [OPERATOR_NS], "only the operator's own namespace");
+    let sample = read_yaml("deploy/samples/namespace.yaml");
+    assert_eq!((sample["kind"].as_str(), sample["metadata"]["name"].as_str()), (Some("Namespace"), Some("todo")));
+}
+
 #[test]
 fn manifests_embed_the_kustomization_resources_in_order() {
     let kustomization = read_yaml("deploy/kustomization.yaml");
@@ -65,7 +77,6 @@ fn samples_stay_out_of_the_bundle() {
     assert_eq!(
         kinds,
         [
-            "Namespace",
             "Namespace",
             "CustomResourceDefinition",
             "ServiceAccount",
@@ -290,6 +301,8 @@ async fn apply(client: &kube::Client, object: &Value) -> DynamicObject {
 async fn every_object_of_the_bundle_is_accepted_by_the_api_server() {
     let cluster = Cluster::start(ClusterOptions::default()).await;
     let client = cluster.client();
+    // The documented first step: the watched namespace exists apart from the bundle.
+    apply(&client, &read_yaml("deploy/samples/namespace.yaml")).await;
     let objects = objects();
     for object in &objects {
         let stored = apply(&client, object).await;
@@ -384,7 +397,10 @@ async fn the_printed_bundle_installs_with_kubectl_apply() {
         })
         .collect();
 
-    let Some(first) = kubectl(&cluster, &dir, &["apply", "-f", "-"], Some(&bundle)).await else { return };
+    let namespace = std::fs::read_to_string(crate::support::repo_root().join("deploy/samples/namespace.yaml")).unwrap();
+    let Some(created_ns) = kubectl(&cluster, &dir, &["apply", "-f", "-"], Some(&namespace)).await else { return };
+    assert_eq!(created_ns.trim(), "namespace/todo created");
+    let first = kubectl(&cluster, &dir, &["apply", "-f", "-"], Some(&bundle)).await.unwrap();
     let lines: Vec<&str> = first.lines().collect();
     let created: Vec<String> = expected.iter().map(|e| format!("{e} created")).collect();
     assert_eq!(lines, created, "every object created, in the bundle's order");

@@ -78,6 +78,16 @@ fn a_bad_flag_value_names_the_flag_and_exits_2() {
 }
 
 #[test]
+fn a_resync_interval_that_would_hot_loop_is_refused_naming_the_flag() {
+    let out = output(&["run", "--resync-interval", "0s"]);
+    assert_eq!(out.status.code(), Some(2));
+    let text = stderr(&out);
+    let first = text.lines().next().unwrap_or_default();
+    assert!(first.starts_with("error: invalid value '0s' for '--resync-interval"), "{text}");
+    assert!(first.contains("must be at least 10s"), "{text}");
+}
+
+#[test]
 fn an_unknown_variable_value_is_refused_like_the_flag() {
     let out = command(&["run"]).env("OPERATOR_CONCURRENCY", "lots").output().unwrap();
     assert_eq!(out.status.code(), Some(2));

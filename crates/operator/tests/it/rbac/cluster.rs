@@ -87,6 +87,10 @@ impl Cluster {
             microservice_testkit::Cluster::start(ClusterOptions { rbac: true, ..ClusterOptions::default() }).await;
         let admin = backend.client();
 
+        // The watched namespace is created apart from the bundle, as the README's install says.
+        let watched: Namespace =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": WATCHED_NS}})).expect("a Namespace");
+        create(Api::all(admin.clone()), &watched).await;
         for namespace in shipped::<Namespace>("Namespace") {
             create(Api::all(admin.clone()), &namespace).await;
         }
