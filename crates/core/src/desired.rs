@@ -202,7 +202,10 @@ fn stamp_digest<K: Resource + serde::Serialize>(obj: &mut K) {
     let bytes = serde_json::to_vec(&*obj).unwrap_or_default();
     // FNV-1a 64: stable across runs, builds and Rust versions, unlike std's hasher.
     let digest = bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3));
-    obj.meta_mut().annotations.get_or_insert_default().insert(DESIRED_DIGEST_ANNOTATION.to_string(), format!("{digest:016x}"));
+    obj.meta_mut()
+        .annotations
+        .get_or_insert_default()
+        .insert(DESIRED_DIGEST_ANNOTATION.to_string(), format!("{digest:016x}"));
 }
 
 pub fn desired_service(ms: &Microservice, profile: &PlatformProfile) -> Result<Service, DesiredError> {
@@ -375,5 +378,25 @@ mod tests {
         let position = |name: &str| env.iter().position(|e| e.name == name).unwrap();
         assert!(position(POD_NAME_ENV) < position("OTEL_RESOURCE_ATTRIBUTES"));
         assert!(position(NODE_NAME_ENV) < position("OTEL_RESOURCE_ATTRIBUTES"));
+    }
+
+    #[test]
+    fn the_digest_changes_with_what_the_desired_state_sets_and_only_then() {
+        let ms = microservice("ghcr.io/example/todo-api:1.4.2");
+        let profile = PlatformProfile::default();
+        let contract = validate(&ms.spec, &profile).unwrap();
+        let digest = |d: &Deployment| d.metadata.annotations.as_ref().unwrap()[DESIRED_DIGEST_ANNOTATION].clone();
+        let first = desired_deployment(&ms, &contract, &profile).unwrap();
+        assert_eq!(digest(&first), digest(&desired_deployment(&ms, &contract, &profile).unwrap()), "stable");
+        assert_eq!(digest(&first).len(), 16);
+        // A profile without an exporter endpoint drops that env var: the desired state shrinks, the digest moves.
+        let mut without = profile.clone();
+        without.telemetry.endpoint = String::new();
+        let smaller = desired_deployment(&ms, &contract, &without).unwrap();
+        let env = smaller.spec.as_ref().unwrap().template.spec.as_ref().unwrap().containers[0].env.clone().unwrap();
+        assert!(env.iter().all(|e| e.name != "OTEL_EXPORTER_OTLP_ENDPOINT"), "{env:?}");
+        assert_ne!(digest(&first), digest(&smaller));
+        let service = desired_service(&ms, &profile).unwrap();
+        assert!(service.metadata.annotations.unwrap().contains_key(DESIRED_DIGEST_ANNOTATION));
     }
 }

@@ -610,6 +610,9 @@ mod tests {
                 ("spec.ports[port=9000/TCP]".to_string(), "/spec/ports/1".to_string()),
             ]
         );
-        assert_eq!(removal_ops(&extras(Exact::Service, &service, &live))[0], json!({"op": "remove", "path": "/spec/selector/tier~1x"}));
+        assert_eq!(
+            removal_ops(&extras(Exact::Service, &service, &live))[0],
+            json!({"op": "remove", "path": "/spec/selector/tier~1x"})
+        );
     }
 }

@@ -124,10 +124,8 @@ pub fn conflict(ms: &Microservice, kind: ChildKind, ownership: &Ownership) -> Op
     let name = ms.metadata.name.clone().unwrap_or_default();
     let namespace = ms.metadata.namespace.clone().unwrap_or_default();
     // --overwrite: the annotation may already name another Microservice, and kubectl refuses to replace it without.
-    let handover = format!(
-        "kubectl annotate {} {name} -n {namespace} {HANDOVER_ANNOTATION}={name} --overwrite",
-        kind.resource()
-    );
+    let handover =
+        format!("kubectl annotate {} {name} -n {namespace} {HANDOVER_ANNOTATION}={name} --overwrite", kind.resource());
     let (reason, message) = match ownership {
         Ownership::Absent | Ownership::Owned | Ownership::HandedOver => return None,
         Ownership::Unowned => (
@@ -415,7 +413,10 @@ mod tests {
     /// The managedFields the patch installs, as (manager, operation, subresource, fieldsV1).
     fn installed(patch: &Value) -> Vec<(String, String, Option<String>, Value)> {
         assert_eq!(patch[0], json!({"op": "test", "path": "/metadata/resourceVersion", "value": "42"}));
-        assert_eq!((patch[1]["op"].as_str(), patch[1]["path"].as_str()), (Some("replace"), Some("/metadata/managedFields")));
+        assert_eq!(
+            (patch[1]["op"].as_str(), patch[1]["path"].as_str()),
+            (Some("replace"), Some("/metadata/managedFields"))
+        );
         patch[1]["value"]
             .as_array()
             .unwrap()
@@ -441,7 +442,10 @@ mod tests {
         let cases: Vec<Case> = vec![
             (
                 "created by POST, never applied: the Update entry becomes the Apply entry",
-                vec![entry(MANAGER, "Update", None, created.clone()), entry("kubectl", "Update", None, kubectl.clone())],
+                vec![
+                    entry(MANAGER, "Update", None, created.clone()),
+                    entry("kubectl", "Update", None, kubectl.clone()),
+                ],
                 Some(vec![("kubectl", "Update", kubectl.clone()), (MANAGER, "Apply", created.clone())]),
             ),
             (

@@ -8,7 +8,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::contract::{Contract, Violation, summarize};
-use crate::crd::{AcceptedContract, Condition, ConditionStatus, ConditionType, Microservice, MicroserviceStatus, Phase};
+use crate::crd::{
+    AcceptedContract, Condition, ConditionStatus, ConditionType, Microservice, MicroserviceStatus, Phase,
+};
 use crate::desired::{CONTAINER_NAME, GENERATION_ANNOTATION};
 use crate::ownership::{ChildKind, Conflict, ConflictReason};
 
@@ -219,12 +221,9 @@ pub fn last_accepted(
     previous: &MicroserviceStatus,
 ) -> Option<AcceptedContract> {
     match (contract, generation) {
-        (Ok(c), Some(generation)) => Some(AcceptedContract {
-            generation,
-            image: c.image.clone(),
-            port: c.port,
-            replicas: c.replicas,
-        }),
+        (Ok(c), Some(generation)) => {
+            Some(AcceptedContract { generation, image: c.image.clone(), port: c.port, replicas: c.replicas })
+        }
         _ => previous.last_accepted.clone(),
     }
 }
@@ -615,8 +614,7 @@ mod tests {
     #[test]
     fn the_last_accepted_contract_survives_refused_generations() {
         let accepted = run(&ms(IMAGE_V1, 1, None), Some(&complete(1, IMAGE_V1).build()), true, &at(0));
-        let expected =
-            AcceptedContract { generation: 1, image: IMAGE_V1.to_string(), port: 8080, replicas: 2 };
+        let expected = AcceptedContract { generation: 1, image: IMAGE_V1.to_string(), port: 8080, replicas: 2 };
         assert_eq!(accepted.last_accepted.as_ref(), Some(&expected));
         // Generation 2 is refused (a mutable tag) and generation 3 too: generation 1's contract is what runs.
         let refused = run(&ms("ghcr.io/example/todo-api:latest", 2, Some(accepted)), None, false, &at(1));

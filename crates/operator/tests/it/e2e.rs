@@ -519,8 +519,7 @@ async fn a_replicas_change_converges_and_generation_2_gets_its_own_event_note() 
     assert_eq!(ms.status.and_then(|s| s.replicas_summary).as_deref(), Some("3/3"));
 
     // `kubectl events` shows generation 2's completion in its own words, not generation 1's note counted twice.
-    let notes: Vec<String> =
-        events(&h, "RolloutComplete").await.into_iter().filter_map(|e| e.note).collect();
+    let notes: Vec<String> = events(&h, "RolloutComplete").await.into_iter().filter_map(|e| e.note).collect();
     assert!(notes.iter().any(|n| n.starts_with("generation 1 is rolled out")), "{notes:?}");
     assert!(notes.iter().any(|n| n.starts_with("generation 2 is rolled out")), "{notes:?}");
 }
@@ -623,7 +622,10 @@ async fn an_invalid_generation_keeps_the_last_accepted_one_running_and_repaired(
         .await;
     let pod = back.spec.unwrap().template.spec.unwrap();
     assert_eq!(pod.containers[0].image.as_deref(), Some(IMAGE_V1));
-    assert_eq!(back.metadata.annotations.unwrap_or_default().get("platform.example.com/generation").map(String::as_str), Some("1"));
+    assert_eq!(
+        back.metadata.annotations.unwrap_or_default().get("platform.example.com/generation").map(String::as_str),
+        Some("1")
+    );
     h.eventually("generation 1's pods to serve again", || async {
         (ready_pods_by_image(&h.client).await.get(IMAGE_V1).copied().unwrap_or(0) == 2).then_some(())
     })
