@@ -519,9 +519,13 @@ async fn a_replicas_change_converges_and_generation_2_gets_its_own_event_note() 
     assert_eq!(ms.status.and_then(|s| s.replicas_summary).as_deref(), Some("3/3"));
 
     // `kubectl events` shows generation 2's completion in its own words, not generation 1's note counted twice.
-    let notes: Vec<String> = events(&h, "RolloutComplete").await.into_iter().filter_map(|e| e.note).collect();
-    assert!(notes.iter().any(|n| n.starts_with("generation 1 is rolled out")), "{notes:?}");
-    assert!(notes.iter().any(|n| n.starts_with("generation 2 is rolled out")), "{notes:?}");
+    // (Events are recorded right after the status write: wait for them rather than race them.)
+    h.eventually("a RolloutComplete Event for each generation, in its own words", || async {
+        let notes: Vec<String> = events(&h, "RolloutComplete").await.into_iter().filter_map(|e| e.note).collect();
+        let has = |prefix: &str| notes.iter().any(|n| n.starts_with(prefix));
+        (has("generation 1 is rolled out") && has("generation 2 is rolled out")).then_some(())
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -588,11 +592,13 @@ async fn what_others_add_to_the_exact_parts_is_reverted_and_their_metadata_stays
     })
     .await;
     h.wait_ready("todo-api").await;
-    let notes: Vec<String> = events(&h, "Repaired").await.into_iter().filter_map(|e| e.note).collect();
-    let all = notes.join("\n");
-    for field in ["containers[name=miner]", "hostNetwork", "spec.selector.tier"] {
-        assert!(all.contains(field), "a Repaired Event names {field}: {notes:?}");
-    }
+    // Events are recorded right after the writes: wait for them rather than race them.
+    h.eventually("Repaired Events naming every reverted field", || async {
+        let notes: Vec<String> = events(&h, "Repaired").await.into_iter().filter_map(|e| e.note).collect();
+        let all = notes.join("\n");
+        ["containers[name=miner]", "hostNetwork", "spec.selector.tier"].iter().all(|f| all.contains(f)).then_some(())
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
