@@ -504,7 +504,8 @@ mod tests {
         let (deployment, service) = desired();
         let base = server_defaulted_deployment(&deployment);
         type Edit = fn(&mut Value);
-        let cases: Vec<(&str, Edit, Vec<(&str, &str)>)> = vec![
+        type Expected = Vec<(&'static str, &'static str)>;
+        let cases: Vec<(&str, Edit, Expected)> = vec![
             (
                 "a sidecar and hostNetwork",
                 |l| {
