@@ -676,3 +676,52 @@ async fn a_paused_deployment_with_a_pending_change_is_reported_with_how_to_resum
     let ms = h.wait_ready("todo-api").await;
     assert_eq!(ms.status.and_then(|s| s.image).as_deref(), Some(IMAGE_V2));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn children_orphaned_by_an_earlier_microservice_of_the_same_name_are_explained_and_reattach() {
+    let h = Harness::start(instant_pods()).await;
+    let _op = h.operator();
+    h.create("todo-api", IMAGE_V1).await;
+    h.wait_ready("todo-api").await;
+
+    // `kubectl delete ms todo-api --cascade=orphan`, then the team applies it again: a new uid.
+    h.microservices().delete("todo-api", &DeleteParams::orphan()).await.unwrap();
+    h.eventually("the orphaned Deployment to lose its ownerReference", || async {
+        let gone = h.microservices().get_opt("todo-api").await.ok()?.is_none();
+        let d = h.deployments().get_opt("todo-api").await.ok()??;
+        (gone && d.owner_references().is_empty()).then_some(())
+    })
+    .await;
+    h.create("todo-api", IMAGE_V1).await;
+    let ms = h
+        .wait_for("todo-api", "in conflict", |ms| {
+            ms.status
+                .as_ref()
+                .and_then(|s| condition(s, ConditionType::Degraded))
+                .is_some_and(|c| c.status == ConditionStatus::True && c.reason == "ResourceConflict")
+        })
+        .await;
+    let message = condition(ms.status.as_ref().unwrap(), ConditionType::Degraded).unwrap().message.clone();
+    assert!(message.contains("earlier Microservice named todo-api"), "{message}");
+    let command = "kubectl annotate deployments todo-api -n todo platform.example.com/handover=todo-api --overwrite";
+    assert!(message.contains(command), "{message}");
+
+    // Running the command re-attaches both children in place.
+    for api in ["deployments", "services"] {
+        let handover = json!({"metadata": {"annotations": {"platform.example.com/handover": "todo-api"}}});
+        match api {
+            "deployments" => drop(
+                h.deployments().patch("todo-api", &PatchParams::default(), &Patch::Merge(&handover)).await.unwrap(),
+            ),
+            _ => drop(h.services().patch("todo-api", &PatchParams::default(), &Patch::Merge(&handover)).await.unwrap()),
+        }
+    }
+    let ms = h.wait_ready("todo-api").await;
+    let deployment = h.deployments().get("todo-api").await.unwrap();
+    assert!(
+        deployment
+            .owner_references()
+            .iter()
+            .any(|o| o.controller == Some(true) && Some(&o.uid) == ms.metadata.uid.as_ref())
+    );
+}
