@@ -133,6 +133,20 @@ pub struct MicroserviceStatus {
     /// The image every replica runs: set once a rollout completes, kept while the next one runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
+    /// The contract of the newest generation the platform accepted: while a later generation is refused, the
+    /// children are kept (and repaired) at this, so an invalid spec never takes the service down.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_accepted: Option<AcceptedContract>,
+}
+
+/// What a generation the platform accepted asked for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AcceptedContract {
+    pub generation: i64,
+    pub image: String,
+    pub port: i32,
+    pub replicas: i32,
 }
 
 /// The one-word summary a query tool shows.

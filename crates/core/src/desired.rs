@@ -24,6 +24,10 @@ use crate::profile::{CpuMemory, HttpProbe, PlatformProfile, is_label_value};
 pub const MANAGER: &str = "microservice-operator";
 /// Deployment annotation: the Microservice generation the Deployment was built for.
 pub const GENERATION_ANNOTATION: &str = "platform.example.com/generation";
+/// Annotation on each child: a digest of the desired object it was last written as. The drift check compares
+/// only what the desired state sets, so a field the desired state stops setting (after a profile change or an
+/// operator upgrade) would go unnoticed; a changed digest makes the operator apply, and the apply removes it.
+pub const DESIRED_DIGEST_ANNOTATION: &str = "platform.example.com/desired-digest";
 /// Annotation by which a user hands an existing object over to the Microservice it names.
 pub const HANDOVER_ANNOTATION: &str = "platform.example.com/handover";
 
@@ -162,7 +166,7 @@ pub fn desired_deployment(
         ..PodSpec::default()
     };
 
-    Ok(Deployment {
+    let mut deployment = Deployment {
         metadata,
         spec: Some(DeploymentSpec {
             replicas: Some(contract.replicas),
@@ -187,11 +191,25 @@ pub fn desired_deployment(
             ..DeploymentSpec::default()
         }),
         status: None,
-    })
+    };
+    stamp_digest(&mut deployment);
+    Ok(deployment)
+}
+
+/// Adds [`DESIRED_DIGEST_ANNOTATION`], computed over the object without it.
+fn stamp_digest<K: Resource + serde::Serialize>(obj: &mut K) {
+    // Serialising k8s-openapi types cannot fail (string keys, no custom serialisers that error).
+    let bytes = serde_json::to_vec(&*obj).unwrap_or_default();
+    // FNV-1a 64: stable across runs, builds and Rust versions, unlike std's hasher.
+    let digest = bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3));
+    obj.meta_mut()
+        .annotations
+        .get_or_insert_default()
+        .insert(DESIRED_DIGEST_ANNOTATION.to_string(), format!("{digest:016x}"));
 }
 
 pub fn desired_service(ms: &Microservice, profile: &PlatformProfile) -> Result<Service, DesiredError> {
-    Ok(Service {
+    let mut service = Service {
         metadata: child_metadata(ms, common_labels(ms, profile)?)?,
         spec: Some(ServiceSpec {
             type_: Some("ClusterIP".to_string()),
@@ -206,7 +224,9 @@ pub fn desired_service(ms: &Microservice, profile: &PlatformProfile) -> Result<S
             ..ServiceSpec::default()
         }),
         status: None,
-    })
+    };
+    stamp_digest(&mut service);
+    Ok(service)
 }
 
 /// OpenTelemetry SDK configuration. The pod and node names come from the downward API and are referenced with
@@ -232,14 +252,17 @@ fn telemetry_env(name: &str, namespace: &str, contract: &Contract, profile: &Pla
     .map(|(key, value)| format!("{key}={value}"))
     .collect::<Vec<_>>()
     .join(",");
-    vec![
+    let mut env = vec![
         field(POD_NAME_ENV, "metadata.name"),
         field(NODE_NAME_ENV, "spec.nodeName"),
         plain("OTEL_SERVICE_NAME", name.to_string()),
         plain("OTEL_EXPORTER_OTLP_ENDPOINT", profile.telemetry.endpoint.clone()),
         plain("OTEL_EXPORTER_OTLP_PROTOCOL", profile.telemetry.protocol.as_str().to_string()),
         plain("OTEL_RESOURCE_ATTRIBUTES", attributes),
-    ]
+    ];
+    // No endpoint in the profile: the SDK's own default (a collector on the node) applies.
+    env.retain(|e| e.name != "OTEL_EXPORTER_OTLP_ENDPOINT" || !profile.telemetry.endpoint.is_empty());
+    env
 }
 
 fn http_probe(probe: &HttpProbe) -> Probe {
@@ -355,5 +378,25 @@ mod tests {
         let position = |name: &str| env.iter().position(|e| e.name == name).unwrap();
         assert!(position(POD_NAME_ENV) < position("OTEL_RESOURCE_ATTRIBUTES"));
         assert!(position(NODE_NAME_ENV) < position("OTEL_RESOURCE_ATTRIBUTES"));
+    }
+
+    #[test]
+    fn the_digest_changes_with_what_the_desired_state_sets_and_only_then() {
+        let ms = microservice("ghcr.io/example/todo-api:1.4.2");
+        let profile = PlatformProfile::default();
+        let contract = validate(&ms.spec, &profile).unwrap();
+        let digest = |d: &Deployment| d.metadata.annotations.as_ref().unwrap()[DESIRED_DIGEST_ANNOTATION].clone();
+        let first = desired_deployment(&ms, &contract, &profile).unwrap();
+        assert_eq!(digest(&first), digest(&desired_deployment(&ms, &contract, &profile).unwrap()), "stable");
+        assert_eq!(digest(&first).len(), 16);
+        // A profile without an exporter endpoint drops that env var: the desired state shrinks, the digest moves.
+        let mut without = profile.clone();
+        without.telemetry.endpoint = String::new();
+        let smaller = desired_deployment(&ms, &contract, &without).unwrap();
+        let env = smaller.spec.as_ref().unwrap().template.spec.as_ref().unwrap().containers[0].env.clone().unwrap();
+        assert!(env.iter().all(|e| e.name != "OTEL_EXPORTER_OTLP_ENDPOINT"), "{env:?}");
+        assert_ne!(digest(&first), digest(&smaller));
+        let service = desired_service(&ms, &profile).unwrap();
+        assert!(service.metadata.annotations.unwrap().contains_key(DESIRED_DIGEST_ANNOTATION));
     }
 }

@@ -166,6 +166,142 @@ fn parse_quantity(text: &str) -> Option<f64> {
     Some(value * factor)
 }
 
+/// A field of a part the platform owns exactly that the live object has and the desired one does not: the
+/// subset comparison above ignores it, and server-side apply cannot remove it (it belongs to whoever added it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Extra {
+    /// As in [`differs`]: `spec.template.spec.containers[name=miner]`.
+    pub path: String,
+    /// JSON pointer into the live object the extra was found in.
+    pub pointer: String,
+}
+
+/// Which child an [`extras`] comparison is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exact {
+    /// The pod spec of a Deployment's template: containers, init and ephemeral containers, volumes, host
+    /// namespaces, service account, privilege and added capabilities of the platform's containers.
+    Deployment,
+    /// A Service's selector and ports.
+    Service,
+}
+
+/// Extra fields in the parts the platform owns exactly (see docs/design.md, "exact and merged"), in an order that is
+/// safe to apply as one JSON patch of `remove` operations: fields inside items before items, later items first.
+/// Metadata (labels, annotations, e.g. `kubectl rollout restart`'s) is merged, never exact.
+pub fn extras(which: Exact, desired: &Value, live: &Value) -> Vec<Extra> {
+    let mut out = Vec::new();
+    match which {
+        Exact::Deployment => {
+            let (want, have) = (&desired["spec"]["template"]["spec"], &live["spec"]["template"]["spec"]);
+            let base = ("spec.template.spec", "/spec/template/spec");
+            // Inside the containers the platform defines: no privilege, no added capability, no foreign mount.
+            for (index, container) in have["containers"].as_array().into_iter().flatten().enumerate() {
+                let Some(wanted) = find_named(&want["containers"], container) else { continue };
+                let name = container["name"].as_str().unwrap_or_default();
+                let (path, pointer) =
+                    (format!("{}.containers[name={name}]", base.0), format!("{}/containers/{index}", base.1));
+                for field in [["securityContext", "privileged"], ["securityContext", "capabilities"]] {
+                    let (a, b) = (field[0], field[1]);
+                    let found = if b == "capabilities" { &container[a][b]["add"] } else { &container[a][b] };
+                    let wanted_value = if b == "capabilities" { &wanted[a][b]["add"] } else { &wanted[a][b] };
+                    if is_set(found) && wanted_value.is_null() {
+                        let (p, q) = if b == "capabilities" {
+                            (format!("{path}.{a}.{b}.add"), format!("{pointer}/{a}/{b}/add"))
+                        } else {
+                            (format!("{path}.{a}.{b}"), format!("{pointer}/{a}/{b}"))
+                        };
+                        out.push(Extra { path: p, pointer: q });
+                    }
+                }
+                extra_items(
+                    &format!("{path}.volumeMounts"),
+                    &format!("{pointer}/volumeMounts"),
+                    &wanted["volumeMounts"],
+                    &container["volumeMounts"],
+                    "mountPath",
+                    &mut out,
+                );
+            }
+            for field in ["hostNetwork", "hostPID", "hostIPC", "serviceAccountName", "serviceAccount"] {
+                if is_set(&have[field]) && want[field].is_null() {
+                    out.push(Extra { path: format!("{}.{field}", base.0), pointer: format!("{}/{field}", base.1) });
+                }
+            }
+            for list in ["volumes", "ephemeralContainers", "initContainers", "containers"] {
+                extra_items(
+                    &format!("{}.{list}", base.0),
+                    &format!("{}/{list}", base.1),
+                    &want[list],
+                    &have[list],
+                    "name",
+                    &mut out,
+                );
+            }
+        }
+        Exact::Service => {
+            let want = &desired["spec"]["selector"];
+            for key in live["spec"]["selector"].as_object().into_iter().flat_map(|m| m.keys()) {
+                if want.get(key).is_none() {
+                    out.push(Extra {
+                        path: format!("spec.selector.{key}"),
+                        pointer: format!("/spec/selector/{}", key.replace('~', "~0").replace('/', "~1")),
+                    });
+                }
+            }
+            let wanted: Vec<Option<String>> = desired["spec"]["ports"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|p| key_of(MergeKey::ServicePort, p))
+                .collect();
+            let have = live["spec"]["ports"].as_array().map(Vec::as_slice).unwrap_or_default();
+            for (index, port) in have.iter().enumerate().rev() {
+                let id = key_of(MergeKey::ServicePort, port);
+                if !wanted.contains(&id) {
+                    let id = id.unwrap_or_else(|| index.to_string());
+                    out.push(Extra { path: format!("spec.ports[{id}]"), pointer: format!("/spec/ports/{index}") });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The desired item with the same `name` as `item`.
+fn find_named<'a>(desired: &'a Value, item: &Value) -> Option<&'a Value> {
+    desired.as_array()?.iter().find(|d| d["name"] == item["name"])
+}
+
+/// A value that means something: not absent, false, empty or zero-length.
+fn is_set(value: &Value) -> bool {
+    match value {
+        Value::Null | Value::Bool(false) => false,
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+        Value::Number(_) | Value::Bool(true) => true,
+    }
+}
+
+/// Items of `have` whose `key` field no desired item has, later items first (so the pointers stay valid).
+fn extra_items(path: &str, pointer: &str, want: &Value, have: &Value, key: &str, out: &mut Vec<Extra>) {
+    let Some(items) = have.as_array() else { return };
+    let wanted: Vec<&Value> = want.as_array().into_iter().flatten().map(|w| &w[key]).collect();
+    for (index, item) in items.iter().enumerate().rev() {
+        if !wanted.contains(&&item[key]) {
+            let id = item[key].as_str().map_or_else(|| index.to_string(), |v| format!("{key}={v}"));
+            out.push(Extra { path: format!("{path}[{id}]"), pointer: format!("{pointer}/{index}") });
+        }
+    }
+}
+
+/// The `remove` operations of a JSON patch for `extras`; the caller guards them with a `test` of the
+/// resourceVersion the pointers were computed from.
+pub fn removal_ops(extras: &[Extra]) -> Vec<Value> {
+    extras.iter().map(|e| serde_json::json!({"op": "remove", "path": e.pointer})).collect()
+}
+
 /// Convenience for typed objects.
 pub fn differs_typed<T: serde::Serialize>(desired: &T, live: &T) -> Result<Vec<String>, serde_json::Error> {
     Ok(differs(&serde_json::to_value(desired)?, &serde_json::to_value(live)?))
@@ -361,5 +497,123 @@ mod tests {
         for (a, b) in [("500m", "5"), ("128Mi", "128M"), ("1", "x")] {
             assert!(!quantities_equal(a, b), "{a} != {b}");
         }
+    }
+
+    #[test]
+    fn extras_in_the_exact_parts_are_found_and_metadata_stays_merged() {
+        let (deployment, service) = desired();
+        let base = server_defaulted_deployment(&deployment);
+        type Edit = fn(&mut Value);
+        type Expected = Vec<(&'static str, &'static str)>;
+        let cases: Vec<(&str, Edit, Expected)> = vec![
+            (
+                "a sidecar and hostNetwork",
+                |l| {
+                    let pod = &mut l["spec"]["template"]["spec"];
+                    pod["containers"].as_array_mut().unwrap().push(json!({"name": "miner", "image": "evil/miner"}));
+                    pod["hostNetwork"] = json!(true);
+                },
+                vec![
+                    ("spec.template.spec.hostNetwork", "/spec/template/spec/hostNetwork"),
+                    ("spec.template.spec.containers[name=miner]", "/spec/template/spec/containers/1"),
+                ],
+            ),
+            (
+                "a sidecar before the app container, privileged app",
+                |l| {
+                    let pod = &mut l["spec"]["template"]["spec"];
+                    pod["containers"].as_array_mut().unwrap().insert(0, json!({"name": "miner"}));
+                    pod["containers"][1]["securityContext"]["privileged"] = json!(true);
+                    pod["containers"][1]["securityContext"]["capabilities"]["add"] = json!(["NET_ADMIN"]);
+                },
+                vec![
+                    (
+                        "spec.template.spec.containers[name=app].securityContext.privileged",
+                        "/spec/template/spec/containers/1/securityContext/privileged",
+                    ),
+                    (
+                        "spec.template.spec.containers[name=app].securityContext.capabilities.add",
+                        "/spec/template/spec/containers/1/securityContext/capabilities/add",
+                    ),
+                    ("spec.template.spec.containers[name=miner]", "/spec/template/spec/containers/0"),
+                ],
+            ),
+            (
+                "init and ephemeral containers, host PID/IPC, a service account",
+                |l| {
+                    let pod = &mut l["spec"]["template"]["spec"];
+                    pod["initContainers"] = json!([{"name": "a"}, {"name": "b"}]);
+                    pod["hostPID"] = json!(true);
+                    pod["hostIPC"] = json!(true);
+                    pod["serviceAccountName"] = json!("admin");
+                    pod["serviceAccount"] = json!("admin");
+                },
+                vec![
+                    ("spec.template.spec.hostPID", "/spec/template/spec/hostPID"),
+                    ("spec.template.spec.hostIPC", "/spec/template/spec/hostIPC"),
+                    ("spec.template.spec.serviceAccountName", "/spec/template/spec/serviceAccountName"),
+                    ("spec.template.spec.serviceAccount", "/spec/template/spec/serviceAccount"),
+                    ("spec.template.spec.initContainers[name=b]", "/spec/template/spec/initContainers/1"),
+                    ("spec.template.spec.initContainers[name=a]", "/spec/template/spec/initContainers/0"),
+                ],
+            ),
+            (
+                "a hostPath volume mounted into the app",
+                |l| {
+                    let pod = &mut l["spec"]["template"]["spec"];
+                    pod["volumes"].as_array_mut().unwrap().push(json!({"name": "root", "hostPath": {"path": "/"}}));
+                    pod["containers"][0]["volumeMounts"]
+                        .as_array_mut()
+                        .unwrap()
+                        .push(json!({"name": "root", "mountPath": "/host"}));
+                },
+                vec![
+                    (
+                        "spec.template.spec.containers[name=app].volumeMounts[mountPath=/host]",
+                        "/spec/template/spec/containers/0/volumeMounts/1",
+                    ),
+                    ("spec.template.spec.volumes[name=root]", "/spec/template/spec/volumes/1"),
+                ],
+            ),
+            (
+                "labels and annotations others add, and false/empty values, are not extras",
+                |l| {
+                    l["metadata"]["labels"]["team"] = json!("a");
+                    l["spec"]["template"]["metadata"]["annotations"] =
+                        json!({"kubectl.kubernetes.io/restartedAt": "2026-12-02T10:00:00Z"});
+                    l["spec"]["template"]["spec"]["hostNetwork"] = json!(false);
+                    l["spec"]["template"]["spec"]["containers"][0]["securityContext"]["privileged"] = json!(false);
+                },
+                vec![],
+            ),
+        ];
+        for (name, edit, expected) in cases {
+            let mut live = base.clone();
+            edit(&mut live);
+            let found: Vec<(String, String)> =
+                extras(Exact::Deployment, &deployment, &live).into_iter().map(|e| (e.path, e.pointer)).collect();
+            let expected: Vec<(String, String)> =
+                expected.into_iter().map(|(p, q)| (p.to_string(), q.to_string())).collect();
+            assert_eq!(found, expected, "{name}");
+        }
+        assert!(extras(Exact::Deployment, &deployment, &base).is_empty(), "a server-defaulted copy has no extras");
+
+        let mut live = service.clone();
+        live["spec"]["selector"]["tier/x"] = json!("web");
+        live["spec"]["ports"].as_array_mut().unwrap().push(json!({"name": "debug", "port": 9000, "protocol": "TCP"}));
+        live["metadata"]["labels"]["team"] = json!("a");
+        let found: Vec<(String, String)> =
+            extras(Exact::Service, &service, &live).into_iter().map(|e| (e.path, e.pointer)).collect();
+        assert_eq!(
+            found,
+            [
+                ("spec.selector.tier/x".to_string(), "/spec/selector/tier~1x".to_string()),
+                ("spec.ports[port=9000/TCP]".to_string(), "/spec/ports/1".to_string()),
+            ]
+        );
+        assert_eq!(
+            removal_ops(&extras(Exact::Service, &service, &live))[0],
+            json!({"op": "remove", "path": "/spec/selector/tier~1x"})
+        );
     }
 }

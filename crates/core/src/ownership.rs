@@ -5,10 +5,11 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, LabelSelector, ManagedFieldsEntry, ObjectMeta};
+use serde_json::{Value, json};
 
 use crate::crd::Microservice;
-use crate::desired::HANDOVER_ANNOTATION;
+use crate::desired::{HANDOVER_ANNOTATION, LABEL_MANAGED_BY, MANAGER};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ChildKind {
@@ -52,6 +53,9 @@ pub enum Ownership {
     ControlledByOther { kind: String, name: String },
     /// No controller and not handed over: someone created it by hand or with another tool.
     Unowned,
+    /// No controller, not handed over, but labelled as made by this operator: a child left behind by an earlier
+    /// Microservice of the same name (deleted with `--cascade=orphan`, or its ownerReference removed).
+    Orphaned,
 }
 
 impl Ownership {
@@ -71,8 +75,11 @@ pub fn ownership(ms: &Microservice, existing: Option<&ObjectMeta>) -> Ownership 
         Some(owner) => Ownership::ControlledByOther { kind: owner.kind.clone(), name: owner.name.clone() },
         None => {
             let handed_to = meta.annotations.as_ref().and_then(|a| a.get(HANDOVER_ANNOTATION));
+            let made_by_us = meta.labels.as_ref().and_then(|l| l.get(LABEL_MANAGED_BY)).map(String::as_str);
             if handed_to.is_some() && handed_to == ms.metadata.name.as_ref() {
                 Ownership::HandedOver
+            } else if made_by_us == Some(MANAGER) {
+                Ownership::Orphaned
             } else {
                 Ownership::Unowned
             }
@@ -116,9 +123,9 @@ impl Conflict {
 pub fn conflict(ms: &Microservice, kind: ChildKind, ownership: &Ownership) -> Option<Conflict> {
     let name = ms.metadata.name.clone().unwrap_or_default();
     let namespace = ms.metadata.namespace.clone().unwrap_or_default();
-    // --overwrite: the annotation may already name another Microservice (an earlier handover).
+    // --overwrite: the annotation may already name another Microservice, and kubectl refuses to replace it without.
     let handover =
-        format!("kubectl annotate {} {name} -n {namespace} --overwrite {HANDOVER_ANNOTATION}={name}", kind.resource());
+        format!("kubectl annotate {} {name} -n {namespace} {HANDOVER_ANNOTATION}={name} --overwrite", kind.resource());
     let (reason, message) = match ownership {
         Ownership::Absent | Ownership::Owned | Ownership::HandedOver => return None,
         Ownership::Unowned => (
@@ -126,6 +133,14 @@ pub fn conflict(ms: &Microservice, kind: ChildKind, ownership: &Ownership) -> Op
             format!(
                 "{kind} {namespace}/{name} already exists and is not managed by Microservice {name}, so it is left \
                  untouched; to hand it over, run: {handover}"
+            ),
+        ),
+        Ownership::Orphaned => (
+            ConflictReason::NotHandedOver,
+            format!(
+                "{kind} {namespace}/{name} was made by {MANAGER} for an earlier Microservice named {name} and has \
+                 no owner any more (that Microservice was deleted with --cascade=orphan, or the ownerReference was \
+                 removed), so it is left untouched; to re-attach it to this Microservice, run: {handover}"
             ),
         ),
         Ownership::ControlledByOther { kind: owner_kind, name: owner_name } => (
@@ -161,6 +176,50 @@ pub fn selector_conflict(ms: &Microservice, desired: &Deployment, live: &Deploym
             describe(&wanted)
         ),
     })
+}
+
+/// The JSON patch that moves the fields the operator's *Update* entry owns (its POST create, or a write of an
+/// older operator) into its *Apply* entry, as client-go's `csaupgrade` does: server-side apply can only remove a
+/// field its own Apply entry owns, so without this a field the desired state later drops (an old container port,
+/// an env var, a probe) would stay for ever, or clash with its replacement. None when there is nothing to move.
+/// The patch is guarded by the resourceVersion it was computed from: a concurrent write makes it fail (and the
+/// reconcile retry) instead of overwriting managedFields someone else just changed.
+pub fn ownership_upgrade_patch(meta: &ObjectMeta) -> Option<Value> {
+    let entries = meta.managed_fields.as_deref()?;
+    let is_main = |e: &ManagedFieldsEntry| e.subresource.as_deref().unwrap_or_default().is_empty();
+    let ours = |e: &ManagedFieldsEntry, op: &str| {
+        e.manager.as_deref() == Some(MANAGER) && e.operation.as_deref() == Some(op) && is_main(e)
+    };
+    let update = entries.iter().position(|e| ours(e, "Update"))?;
+    let resource_version = meta.resource_version.as_deref()?;
+    let mut upgraded: Vec<ManagedFieldsEntry> = entries.to_vec();
+    let moved = upgraded.remove(update);
+    let fields = |e: &ManagedFieldsEntry| e.fields_v1.as_ref().map(|f| f.0.clone()).unwrap_or_else(|| json!({}));
+    match upgraded.iter_mut().find(|e| ours(e, "Apply") && e.api_version == moved.api_version) {
+        Some(apply) => {
+            let mut merged = fields(apply);
+            union_fields(&mut merged, &fields(&moved));
+            apply.fields_v1 = Some(FieldsV1(merged));
+        }
+        None => upgraded.push(ManagedFieldsEntry { operation: Some("Apply".to_string()), ..moved }),
+    }
+    Some(json!([
+        { "op": "test", "path": "/metadata/resourceVersion", "value": resource_version },
+        { "op": "replace", "path": "/metadata/managedFields", "value": upgraded },
+    ]))
+}
+
+/// Union of two `fieldsV1` sets: a tree of objects whose leaves are `{}`.
+fn union_fields(into: &mut Value, other: &Value) {
+    let (Value::Object(into), Value::Object(other)) = (into, other) else { return };
+    for (key, value) in other {
+        match into.get_mut(key) {
+            Some(existing) => union_fields(existing, value),
+            None => {
+                into.insert(key.clone(), value.clone());
+            }
+        }
+    }
 }
 
 /// matchLabels plus matchExpressions, with empty collections and absent ones treated alike.
@@ -273,8 +332,9 @@ mod tests {
     #[test]
     fn conflicts_say_exactly_how_to_hand_over() {
         let ms = ms();
+        // --overwrite, or kubectl refuses when the annotation already names another Microservice.
         let command =
-            "kubectl annotate deployments todo-api -n todo --overwrite platform.example.com/handover=todo-api";
+            "kubectl annotate deployments todo-api -n todo platform.example.com/handover=todo-api --overwrite";
         let unowned = conflict(&ms, ChildKind::Deployment, &Ownership::Unowned).unwrap();
         assert_eq!(unowned.reason, ConflictReason::NotHandedOver);
         assert!(unowned.message.contains(command), "{}", unowned.message);
@@ -284,7 +344,7 @@ mod tests {
         assert!(controlled.message.contains("HelmRelease todo"), "{}", controlled.message);
         assert!(
             controlled.message.contains(
-                "kubectl annotate services todo-api -n todo --overwrite platform.example.com/handover=todo-api"
+                "kubectl annotate services todo-api -n todo platform.example.com/handover=todo-api --overwrite"
             ),
             "{}",
             controlled.message
@@ -332,5 +392,124 @@ mod tests {
         assert!(found.message.contains("{app=todo}"), "{}", found.message);
         assert!(found.message.contains("kubectl delete deployment todo-api -n todo"), "{}", found.message);
         assert!(selector_conflict(&ms, &desired, &with_expression).is_some(), "extra expressions select other pods");
+    }
+
+    fn entry(manager: &str, operation: &str, subresource: Option<&str>, fields: Value) -> ManagedFieldsEntry {
+        ManagedFieldsEntry {
+            manager: Some(manager.into()),
+            operation: Some(operation.into()),
+            api_version: Some("apps/v1".into()),
+            fields_type: Some("FieldsV1".into()),
+            fields_v1: Some(FieldsV1(fields)),
+            subresource: subresource.map(str::to_string),
+            time: None,
+        }
+    }
+
+    fn with_entries(entries: Vec<ManagedFieldsEntry>) -> ObjectMeta {
+        ObjectMeta { resource_version: Some("42".into()), managed_fields: Some(entries), ..ObjectMeta::default() }
+    }
+
+    /// The managedFields the patch installs, as (manager, operation, subresource, fieldsV1).
+    fn installed(patch: &Value) -> Vec<(String, String, Option<String>, Value)> {
+        assert_eq!(patch[0], json!({"op": "test", "path": "/metadata/resourceVersion", "value": "42"}));
+        assert_eq!(
+            (patch[1]["op"].as_str(), patch[1]["path"].as_str()),
+            (Some("replace"), Some("/metadata/managedFields"))
+        );
+        patch[1]["value"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["manager"].as_str().unwrap().to_string(),
+                    e["operation"].as_str().unwrap().to_string(),
+                    e["subresource"].as_str().map(str::to_string),
+                    e["fieldsV1"].clone(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_create_s_update_entry_moves_to_the_apply_manager() {
+        let created = json!({"f:spec": {"f:replicas": {}, "f:template": {"f:spec": {"f:containers": {"k:{\"name\":\"app\"}": {".": {}, "f:image": {}}}}}}});
+        let applied = json!({"f:spec": {"f:replicas": {}, "f:paused": {}}});
+        let status = json!({"f:status": {"f:replicas": {}}});
+        let kubectl = json!({"f:metadata": {"f:labels": {"f:team": {}}}});
+        type Case = (&'static str, Vec<ManagedFieldsEntry>, Option<Vec<(&'static str, &'static str, Value)>>);
+        let cases: Vec<Case> = vec![
+            (
+                "created by POST, never applied: the Update entry becomes the Apply entry",
+                vec![
+                    entry(MANAGER, "Update", None, created.clone()),
+                    entry("kubectl", "Update", None, kubectl.clone()),
+                ],
+                Some(vec![("kubectl", "Update", kubectl.clone()), (MANAGER, "Apply", created.clone())]),
+            ),
+            (
+                "created by POST, then applied: the fields are merged into the Apply entry",
+                vec![
+                    entry(MANAGER, "Update", None, created.clone()),
+                    entry(MANAGER, "Apply", None, applied.clone()),
+                    entry("kube-controller-manager", "Update", Some("status"), status.clone()),
+                ],
+                Some(vec![
+                    (
+                        MANAGER,
+                        "Apply",
+                        json!({"f:spec": {"f:replicas": {}, "f:paused": {}, "f:template": {"f:spec": {"f:containers": {"k:{\"name\":\"app\"}": {".": {}, "f:image": {}}}}}}}),
+                    ),
+                    ("kube-controller-manager", "Update", status.clone()),
+                ]),
+            ),
+            ("already upgraded: nothing to send", vec![entry(MANAGER, "Apply", None, applied.clone())], None),
+            (
+                "the operator's status writes are another subresource, left alone",
+                vec![entry(MANAGER, "Update", Some("status"), status.clone())],
+                None,
+            ),
+            ("someone else's Update entry is theirs", vec![entry("kubectl", "Update", None, kubectl.clone())], None),
+        ];
+        for (name, entries, expected) in cases {
+            let patch = ownership_upgrade_patch(&with_entries(entries));
+            match expected {
+                None => assert_eq!(patch, None, "{name}"),
+                Some(expected) => {
+                    let got = installed(&patch.unwrap_or_else(|| panic!("{name}: no patch")));
+                    let want: Vec<_> = expected
+                        .into_iter()
+                        .map(|(m, o, f)| {
+                            let sub = if m == "kube-controller-manager" { Some("status".to_string()) } else { None };
+                            (m.to_string(), o.to_string(), sub, f)
+                        })
+                        .collect();
+                    assert_eq!(got, want, "{name}");
+                }
+            }
+        }
+        assert_eq!(ownership_upgrade_patch(&ObjectMeta::default()), None, "no managedFields (a trimmed cache copy)");
+    }
+
+    #[test]
+    fn a_child_orphaned_from_an_earlier_microservice_says_how_to_reattach_it() {
+        let ms = ms();
+        let mut orphan = meta(vec![], None);
+        orphan.labels = Some(BTreeMap::from([(LABEL_MANAGED_BY.to_string(), MANAGER.to_string())]));
+        assert_eq!(ownership(&ms, Some(&orphan)), Ownership::Orphaned);
+        let found = conflict(&ms, ChildKind::Deployment, &Ownership::Orphaned).unwrap();
+        assert_eq!(found.reason, ConflictReason::NotHandedOver);
+        assert!(found.message.contains("earlier Microservice named todo-api"), "{}", found.message);
+        assert!(
+            found.message.contains(
+                "kubectl annotate deployments todo-api -n todo platform.example.com/handover=todo-api --overwrite"
+            ),
+            "{}",
+            found.message
+        );
+        // A hand-made object carrying another tool's managed-by label is merely unowned.
+        orphan.labels = Some(BTreeMap::from([(LABEL_MANAGED_BY.to_string(), "Helm".to_string())]));
+        assert_eq!(ownership(&ms, Some(&orphan)), Ownership::Unowned);
     }
 }

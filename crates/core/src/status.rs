@@ -8,7 +8,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::contract::{Contract, Violation, summarize};
-use crate::crd::{Condition, ConditionStatus, ConditionType, Microservice, MicroserviceStatus, Phase};
+use crate::crd::{
+    AcceptedContract, Condition, ConditionStatus, ConditionType, Microservice, MicroserviceStatus, Phase,
+};
 use crate::desired::{CONTAINER_NAME, GENERATION_ANNOTATION};
 use crate::ownership::{ChildKind, Conflict, ConflictReason};
 
@@ -24,6 +26,8 @@ pub mod reasons {
     pub const RESOURCE_CONFLICT: &str = "ResourceConflict";
     pub const IMMUTABLE_SELECTOR: &str = "ImmutableSelector";
     pub const AS_EXPECTED: &str = "AsExpected";
+    /// The Deployment is paused (`kubectl rollout pause`) with the current generation not rolled out.
+    pub const DEPLOYMENT_PAUSED: &str = "DeploymentPaused";
 }
 
 /// What stands between the current generation and Ready, most important first.
@@ -34,6 +38,8 @@ enum Outcome<'a> {
         message: String,
     },
     DeadlineExceeded(String),
+    /// The Deployment is paused before the current generation rolled out: nothing will progress until resumed.
+    Paused(String),
     DeploymentMissing,
     Rolling(String),
     /// The rollout is complete (with this image) but the Service is missing.
@@ -77,6 +83,12 @@ pub fn compute_status(
                 let rollout = Rollout::of(d, generation, contract.replicas);
                 if let Some(detail) = rollout.deadline_exceeded(d) {
                     Outcome::DeadlineExceeded(format!("generation {generation_text} {detail}"))
+                } else if !rollout.complete() && d.spec.as_ref().and_then(|s| s.paused) == Some(true) {
+                    Outcome::Paused(format!(
+                        "the Deployment is paused (kubectl rollout pause), so generation {generation_text} will not \
+                         roll out ({}); resume it: kubectl rollout resume deployment/{name} -n {namespace}",
+                        rollout.message(&generation_text)
+                    ))
                 } else if !rollout.complete() {
                     Outcome::Rolling(rollout.message(&generation_text))
                 } else {
@@ -115,6 +127,12 @@ pub fn compute_status(
             (False, reasons::PROGRESS_DEADLINE_EXCEEDED, message.clone()),
             (False, reasons::PROGRESS_DEADLINE_EXCEEDED, message.clone()),
             (True, reasons::PROGRESS_DEADLINE_EXCEEDED, message.clone()),
+            Phase::Degraded,
+        ),
+        Outcome::Paused(message) => (
+            (False, reasons::DEPLOYMENT_PAUSED, message.clone()),
+            (False, reasons::DEPLOYMENT_PAUSED, message.clone()),
+            (True, reasons::DEPLOYMENT_PAUSED, message.clone()),
             Phase::Degraded,
         ),
         Outcome::DeploymentMissing => {
@@ -192,6 +210,21 @@ pub fn compute_status(
         replicas,
         replicas_summary: desired_replicas.map(|d| format!("{}/{d}", ready_replicas.unwrap_or(0))),
         image,
+        last_accepted: last_accepted(contract, generation, &previous),
+    }
+}
+
+/// The contract of this generation when it is valid, else the one recorded before (what keeps running).
+pub fn last_accepted(
+    contract: &Result<Contract, Vec<Violation>>,
+    generation: Option<i64>,
+    previous: &MicroserviceStatus,
+) -> Option<AcceptedContract> {
+    match (contract, generation) {
+        (Ok(c), Some(generation)) => {
+            Some(AcceptedContract { generation, image: c.image.clone(), port: c.port, replicas: c.replicas })
+        }
+        _ => previous.last_accepted.clone(),
     }
 }
 
@@ -210,6 +243,7 @@ pub mod event_reasons {
     pub const INVALID_SPEC: &str = "InvalidSpec";
     pub const ROLLOUT_COMPLETE: &str = "RolloutComplete";
     pub const ROLLOUT_FAILED: &str = "RolloutFailed";
+    pub const ROLLOUT_PAUSED: &str = "RolloutPaused";
     pub const RESOURCE_CONFLICT: &str = "ResourceConflict";
 }
 
@@ -239,10 +273,10 @@ pub fn status_events(previous: Option<&MicroserviceStatus>, next: &MicroserviceS
         events.push(StatusEvent { warning: false, reason: event_reasons::ACCEPTED, note: c.message.clone() });
     }
     if let Some(c) = entered(ConditionType::Degraded, True) {
-        let reason = if c.reason == reasons::PROGRESS_DEADLINE_EXCEEDED {
-            event_reasons::ROLLOUT_FAILED
-        } else {
-            event_reasons::RESOURCE_CONFLICT
+        let reason = match c.reason.as_str() {
+            reasons::PROGRESS_DEADLINE_EXCEEDED => event_reasons::ROLLOUT_FAILED,
+            reasons::DEPLOYMENT_PAUSED => event_reasons::ROLLOUT_PAUSED,
+            _ => event_reasons::RESOURCE_CONFLICT,
         };
         events.push(StatusEvent { warning: true, reason, note: c.message.clone() });
     }
@@ -545,6 +579,54 @@ mod tests {
         let done = run(&ms(IMAGE_V2, 2, Some(previous)), Some(&complete(2, IMAGE_V2).build()), true, &at(90));
         assert_eq!(done.phase, Some(Phase::Ready));
         assert_eq!(done.image.as_deref(), Some(IMAGE_V2));
+    }
+
+    #[test]
+    fn a_paused_deployment_with_a_pending_change_says_so_and_how_to_resume() {
+        let paused = |d: D| {
+            let mut d = d.build();
+            d.spec.as_mut().unwrap().paused = Some(true);
+            d
+        };
+        // Generation 2 changed the image; the Deployment was paused and still runs generation 1's pods.
+        let pending = paused(D { counters: (2, 0, 2, 2), ..complete(2, IMAGE_V2) });
+        let status = run(&ms(IMAGE_V2, 2, None), Some(&pending), true, &at(0));
+        assert_eq!(status.phase, Some(Phase::Degraded));
+        let progressing = condition(&status, ConditionType::Progressing);
+        assert_eq!(
+            (progressing.status, progressing.reason.as_str()),
+            (ConditionStatus::False, reasons::DEPLOYMENT_PAUSED)
+        );
+        assert!(
+            progressing.message.contains("kubectl rollout resume deployment/todo-api -n todo"),
+            "{}",
+            progressing.message
+        );
+        assert!(!progressing.message.contains("is running"), "{}", progressing.message);
+        assert_eq!(condition(&status, ConditionType::Ready).status, ConditionStatus::False);
+        let events = status_events(None, &status);
+        assert!(events.iter().any(|e| e.reason == event_reasons::ROLLOUT_PAUSED && e.warning), "{events:?}");
+        // Paused after the rollout completed: nothing is pending, so it is Ready.
+        let done = paused(complete(2, IMAGE_V2));
+        assert_eq!(run(&ms(IMAGE_V2, 2, None), Some(&done), true, &at(0)).phase, Some(Phase::Ready));
+    }
+
+    #[test]
+    fn the_last_accepted_contract_survives_refused_generations() {
+        let accepted = run(&ms(IMAGE_V1, 1, None), Some(&complete(1, IMAGE_V1).build()), true, &at(0));
+        let expected = AcceptedContract { generation: 1, image: IMAGE_V1.to_string(), port: 8080, replicas: 2 };
+        assert_eq!(accepted.last_accepted.as_ref(), Some(&expected));
+        // Generation 2 is refused (a mutable tag) and generation 3 too: generation 1's contract is what runs.
+        let refused = run(&ms("ghcr.io/example/todo-api:latest", 2, Some(accepted)), None, false, &at(1));
+        assert_eq!(refused.phase, Some(Phase::Invalid));
+        assert_eq!(refused.last_accepted.as_ref(), Some(&expected));
+        let again = run(&ms("ghcr.io/example/todo-api:latest", 3, Some(refused)), None, false, &at(2));
+        assert_eq!(again.last_accepted.as_ref(), Some(&expected));
+        // A valid generation replaces it, even before it rolls out.
+        let fixed = run(&ms(IMAGE_V2, 4, Some(again)), None, false, &at(3));
+        assert_eq!(fixed.last_accepted.map(|c| (c.generation, c.image)), Some((4, IMAGE_V2.to_string())));
+        // Never accepted: nothing to keep.
+        assert_eq!(run(&ms("ghcr.io/example/todo-api:latest", 1, None), None, false, &at(0)).last_accepted, None);
     }
 
     #[test]

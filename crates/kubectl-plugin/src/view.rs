@@ -465,6 +465,7 @@ mod tests {
             replicas: Some(2),
             replicas_summary: Some("1/2".into()),
             image: Some("ghcr.io/example/todo-api:1.4.2".into()),
+            last_accepted: None,
         }
     }
 

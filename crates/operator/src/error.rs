@@ -50,6 +50,17 @@ impl Error {
         Error::Api { action: action.into(), message, class, source: Box::new(source) }
     }
 
+    /// A write guarded by a JSON patch `test` of the resourceVersion just read: the server answers a failed test
+    /// with 422, which here means the object changed since it was read; the next attempt reads it again.
+    pub fn guarded(action: impl Into<String>, source: kube::Error) -> Self {
+        let (class, message) = classify_kube(&source);
+        let class = match &source {
+            kube::Error::Api(status) if status.code == 422 => Class::Temporary { retry_after: None },
+            _ => class,
+        };
+        Error::Api { action: action.into(), message, class, source: Box::new(source) }
+    }
+
     pub fn class(&self) -> Class {
         match self {
             Error::Api { class, .. } => *class,
@@ -178,6 +189,13 @@ mod tests {
     fn invalid_is_permanent() {
         assert_eq!(Error::api("apply", api_error(422, "Invalid", None)).class(), Class::Permanent);
         assert_eq!(Error::api("apply", api_error(400, "BadRequest", None)).class(), Class::Permanent);
+    }
+
+    #[test]
+    fn a_failed_guard_is_retried() {
+        let e = Error::guarded("take over", api_error(422, "Invalid", None));
+        assert_eq!(e.class(), Class::Temporary { retry_after: None });
+        assert_eq!(Error::guarded("take over", api_error(403, "Forbidden", None)).class(), Class::Permanent);
     }
 
     #[test]

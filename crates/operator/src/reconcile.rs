@@ -20,11 +20,15 @@ use crate::controller::Context;
 use crate::error::{Error, Result};
 use crate::metrics::ChildLabels;
 use microservice_core::contract::{self, Contract};
-use microservice_core::crd::{Condition, ConditionStatus, ConditionType, Microservice, MicroserviceStatus, Phase};
+use microservice_core::crd::{
+    AcceptedContract, Condition, ConditionStatus, ConditionType, Microservice, MicroserviceSpec, MicroserviceStatus,
+    Phase,
+};
 use microservice_core::desired::{HANDOVER_ANNOTATION, MANAGER, desired_deployment, desired_service};
-use microservice_core::drift;
+use microservice_core::drift::{self, Exact};
 use microservice_core::ownership::{
-    ChildKind, Conflict, Ownership, conflict, handover_cleanup_patch, ownership, selector_conflict,
+    ChildKind, Conflict, Ownership, conflict, handover_cleanup_patch, ownership, ownership_upgrade_patch,
+    selector_conflict,
 };
 use microservice_core::status::{compute_status, reasons, status_events};
 
@@ -71,7 +75,11 @@ async fn converge(ms: &Microservice, ctx: &Context) -> Result<()> {
     let valid = match &contract {
         Ok(valid) => valid,
         Err(violations) => {
-            // Nothing is written to children: the spec is refused until its next generation.
+            // The spec is refused until its next generation; what the last accepted one asked for keeps running,
+            // and is repaired like any drift, so an invalid spec never takes the service down.
+            if let Some(last) = &previous.last_accepted {
+                keep_last_accepted(ms, ctx, last, &namespace, &name, &previous).await?;
+            }
             let new = compute_status(ms, &contract, None, None, &[], &now);
             if write_status(ms, ctx, &previous, &new).await? {
                 let reason = violations.first().map_or(reasons::INVALID_SPEC, |v| v.reason.as_str());
@@ -101,6 +109,39 @@ async fn converge(ms: &Microservice, ctx: &Context) -> Result<()> {
         emit_status_events(ms, ctx, &previous, &new).await;
     }
     Ok(())
+}
+
+/// Converges the children to the last accepted generation's contract (while the current one is refused).
+async fn keep_last_accepted(
+    ms: &Microservice,
+    ctx: &Context,
+    last: &AcceptedContract,
+    namespace: &str,
+    name: &str,
+    previous: &MicroserviceStatus,
+) -> Result<()> {
+    // The children are built as for that generation: its spec, and its number in the generation annotation.
+    let mut accepted = ms.clone();
+    accepted.spec = MicroserviceSpec { image: last.image.clone(), port: last.port, replicas: Some(last.replicas) };
+    accepted.metadata.generation = Some(last.generation);
+    let Ok(contract) = contract::validate_object(&accepted, &ctx.profile) else {
+        // The platform profile changed since: the old contract is no longer one the operator may deploy.
+        info!(generation = last.generation, "the last accepted generation no longer satisfies the contract");
+        return Ok(());
+    };
+    // That generation was acted on: anything missing or changed now is a repair.
+    let acted = MicroserviceStatus { observed_generation: Some(last.generation), ..previous.clone() };
+    let mut report = Report::default();
+    let children = async {
+        converge_deployment(&accepted, ctx, &contract, namespace, name, &acted, &mut report).await?;
+        let desired = desired_service(&accepted, &ctx.profile)?;
+        let live = cached(&ctx.services, namespace, name);
+        converge_child(&accepted, ctx, ChildKind::Service, desired, live, &acted, &mut report).await?;
+        Ok::<_, Error>(())
+    }
+    .await;
+    report.publish(ms, ctx).await;
+    children
 }
 
 /// One Event per state the status entered (see `status::status_events`).
@@ -219,7 +260,7 @@ where
 
     if verdict == Ownership::HandedOver {
         // Take every managed field, whoever held it, and become the controller; then drop the handover note.
-        apply(ctx, &api, &name, &desired, kind).await?;
+        write(ctx, &api, &name, &desired, kind).await?;
         let adopted = remove_handover_annotation(ctx, &api, &name, kind).await?;
         ctx.metrics.adoptions_total.get_or_create(&ChildLabels { kind: kind.as_str() }).inc();
         let note = format!("adopted {kind} {name}, handed over with {HANDOVER_ANNOTATION}");
@@ -228,11 +269,12 @@ where
         return Ok(Some(adopted));
     }
 
-    let changed = drift::differs_typed(&desired, live.as_ref())
-        .map_err(|source| Error::Serialize { what: "a child object", source })?;
+    let (desired_value, live_value) = (to_value(&desired)?, to_value(live.as_ref())?);
+    let mut changed = drift::differs(&desired_value, &live_value);
+    changed.extend(drift::extras(exact(kind), &desired_value, &live_value).into_iter().map(|e| e.path));
     let mut current = K::clone(&live);
     if !changed.is_empty() {
-        current = apply(ctx, &api, &name, &desired, kind).await?;
+        current = write(ctx, &api, &name, &desired, kind).await?;
         if acted_before {
             ctx.metrics.drift_repairs_total.get_or_create(&ChildLabels { kind: kind.as_str() }).inc();
         }
@@ -254,6 +296,61 @@ where
 
 fn has_handover_annotation<K: Resource>(obj: &K) -> bool {
     obj.meta().annotations.as_ref().is_some_and(|a| a.contains_key(HANDOVER_ANNOTATION))
+}
+
+fn to_value<T: Serialize>(obj: &T) -> Result<Value> {
+    serde_json::to_value(obj).map_err(|source| Error::Serialize { what: "a child object", source })
+}
+
+fn exact(kind: ChildKind) -> Exact {
+    match kind {
+        ChildKind::Deployment => Exact::Deployment,
+        ChildKind::Service => Exact::Service,
+    }
+}
+
+/// Makes an existing child the desired one: [`prepare`], then [`apply`].
+async fn write<K>(ctx: &Context, api: &Api<K>, name: &str, desired: &K, kind: ChildKind) -> Result<K>
+where
+    K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug,
+{
+    prepare(ctx, api, name, desired, kind).await?;
+    apply(ctx, api, name, desired, kind).await
+}
+
+/// Before an apply, with one JSON patch guarded by the resourceVersion just read: moves the operator's Update
+/// ownership (its POST create) to its Apply manager, so the apply can drop fields the desired state no longer has;
+/// and removes what others added to the parts the platform owns exactly (a sidecar, hostNetwork, a selector key),
+/// which an apply cannot remove because those fields are the other manager's. Reads the live object (the cache
+/// drops managedFields), so only when a write is due: the steady state sends nothing.
+async fn prepare<K>(ctx: &Context, api: &Api<K>, name: &str, desired: &K, kind: ChildKind) -> Result<()>
+where
+    K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug,
+{
+    let live = api.get(name).await.map_err(|e| Error::api(format!("read {kind} {name}"), e))?;
+    let extras = drift::extras(exact(kind), &to_value(desired)?, &to_value(&live)?);
+    let mut ops = match ownership_upgrade_patch(live.meta()) {
+        Some(Value::Array(ops)) => ops,
+        _ => Vec::new(),
+    };
+    if !extras.is_empty() {
+        if ops.is_empty() {
+            let version = live.meta().resource_version.clone().unwrap_or_default();
+            ops.push(json!({"op": "test", "path": "/metadata/resourceVersion", "value": version}));
+        }
+        ops.extend(drift::removal_ops(&extras));
+    }
+    if ops.is_empty() {
+        return Ok(());
+    }
+    let patch: json_patch::Patch = serde_json::from_value(Value::Array(ops))
+        .map_err(|source| Error::Serialize { what: "a JSON patch", source })?;
+    let params = PatchParams { field_manager: Some(MANAGER.to_string()), ..PatchParams::default() };
+    api.patch(name, &params, &Patch::<()>::Json(patch))
+        .await
+        .map_err(|e| Error::guarded(format!("take over the fields of {kind} {name}"), e))?;
+    ctx.metrics.wrote(kind.resource(), "patch");
+    Ok(())
 }
 
 /// Server-side apply with force: the operator is the rightful owner of the fields it manages (the recommended
@@ -314,9 +411,16 @@ async fn write_status(
 fn status_patch_body(status: &MicroserviceStatus) -> Result<Value> {
     let mut body = serde_json::to_value(status).map_err(|source| Error::Serialize { what: "status", source })?;
     if let Value::Object(map) = &mut body {
-        for field in
-            ["observedGeneration", "phase", "conditions", "readyReplicas", "replicas", "replicasSummary", "image"]
-        {
+        for field in [
+            "observedGeneration",
+            "phase",
+            "conditions",
+            "readyReplicas",
+            "replicas",
+            "replicasSummary",
+            "image",
+            "lastAccepted",
+        ] {
             map.entry(field).or_insert(Value::Null);
         }
     }
@@ -384,16 +488,34 @@ fn with_failure(
 
 /// Events are best effort: a failure to record one is logged, never fails the reconcile.
 async fn publish(ctx: &Context, ms: &Microservice, type_: EventType, reason: &str, action: &str, note: String) {
-    let event =
-        Event { type_, reason: reason.to_string(), note: Some(note), action: action.to_string(), secondary: None };
+    let action = series_action(action, &note);
+    let event = Event { type_, reason: reason.to_string(), note: Some(note), action, secondary: None };
     if let Err(err) = ctx.recorder.publish(&event, &ms.object_ref(&())).await {
         tracing::warn!(reason, error = %err, "could not record an Event");
     }
 }
 
+/// kube's Recorder folds Events with the same reason and action into one series and keeps the series' first
+/// note, so "generation 2 is rolled out" would only bump generation 1's count. The action carries a digest of the
+/// note: a new fact starts its own series, the same fact repeated still counts up in one (bounded by the facts).
+fn series_action(action: &str, note: &str) -> String {
+    // FNV-1a: stable across runs and Rust versions, unlike std's hasher; a collision merely folds two notes.
+    let digest = note.bytes().fold(0x811c_9dc5_u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
+    format!("{action}-{digest:08x}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_note_starts_a_new_event_series_and_a_repeated_one_does_not() {
+        let g1 = series_action("Reconcile", "generation 1 is rolled out: every replica runs a:1");
+        let g2 = series_action("Reconcile", "generation 2 is rolled out: every replica runs a:2");
+        assert_ne!(g1, g2);
+        assert_eq!(g1, series_action("Reconcile", "generation 1 is rolled out: every replica runs a:1"));
+        assert!(g1.starts_with("Reconcile-") && g1.len() == "Reconcile-".len() + 8, "{g1}");
+    }
 
     fn condition(status: &MicroserviceStatus, type_: ConditionType) -> Option<&Condition> {
         status.conditions.iter().find(|c| c.type_ == type_)

@@ -158,3 +158,48 @@ async fn kube_runtime_finalizer_patch_on_an_object_without_finalizers() {
     let out = api.patch("c", &PatchParams::default(), &Patch::Json::<()>(patch)).await.unwrap();
     assert_eq!(out.metadata.finalizers, Some(vec!["example.com/cleanup".to_string()]));
 }
+
+/// client-go's csaupgrade, as kube-apiserver answers it: a JSON patch may rewrite managedFields (they replace the
+/// stored ones when valid), after which the applier owns what its Update entry owned and an apply that drops a
+/// field removes it. A failed `test` of the resourceVersion is refused with 422 and changes nothing.
+#[tokio::test]
+async fn managed_fields_moved_to_the_apply_manager_let_an_apply_drop_what_a_create_set() {
+    let sim = sim().await;
+    let api: Api<Deployment> = Api::namespaced(sim.client(), "default");
+    let port = |p: u32| json!([{"name":"app","image":"app:1","ports":[{"name":"http","containerPort":p}]}]);
+    let first: Deployment = serde_json::from_value(deployment(port(8080), Some(1))).unwrap();
+    let params = kube::api::PostParams { field_manager: Some("op".into()), ..Default::default() };
+    let created = api.create(&params, &first).await.unwrap();
+    assert_eq!(managers(&created), [("op".to_string(), "Update".to_string())]);
+
+    // Without the upgrade the Update entry keeps 8080, and the apply's 8081 clashes on the port name.
+    let refused =
+        api_error(api.patch("web", &apply_params("op").force(), &Patch::Apply(deployment(port(8081), Some(1)))).await);
+    assert_eq!(refused.code, 422, "{refused:?}");
+
+    let mut entries = serde_json::to_value(created.metadata.managed_fields.clone().unwrap()).unwrap();
+    entries[0]["operation"] = json!("Apply");
+    let stale = serde_json::from_value(json!([
+        {"op":"test","path":"/metadata/resourceVersion","value":"1"},
+        {"op":"replace","path":"/metadata/managedFields","value":entries},
+    ]))
+    .unwrap();
+    assert_eq!(api_error(api.patch("web", &PatchParams::default(), &Patch::<()>::Json(stale)).await).code, 422);
+    let upgrade = serde_json::from_value(json!([
+        {"op":"test","path":"/metadata/resourceVersion","value":created.metadata.resource_version},
+        {"op":"replace","path":"/metadata/managedFields","value":entries},
+    ]))
+    .unwrap();
+    let upgraded = api.patch("web", &PatchParams::default(), &Patch::<()>::Json(upgrade)).await.unwrap();
+    assert_eq!(managers(&upgraded), [("op".to_string(), "Apply".to_string())]);
+
+    let applied =
+        api.patch("web", &apply_params("op").force(), &Patch::Apply(deployment(port(8081), Some(1)))).await.unwrap();
+    let ports: Vec<i32> = applied.spec.unwrap().template.spec.unwrap().containers[0]
+        .ports
+        .iter()
+        .flatten()
+        .map(|p| p.container_port)
+        .collect();
+    assert_eq!(ports, [8081], "the old port is gone");
+}

@@ -489,3 +489,239 @@ async fn a_port_change_converges_like_a_fresh_create_and_leaves_no_old_port_behi
     let status = ms.status.unwrap_or_default();
     assert!(!holds(&status, ConditionType::Degraded, 2), "{status:#?}");
 }
+
+/// Events about `ms/todo-api` with this reason.
+async fn events(h: &Harness, reason: &str) -> Vec<k8s_openapi::api::events::v1::Event> {
+    let api: kube::Api<k8s_openapi::api::events::v1::Event> = kube::Api::namespaced(h.client.clone(), NS);
+    let all = api.list(&ListParams::default()).await.map(|l| l.items).unwrap_or_default();
+    all.into_iter().filter(|e| e.reason.as_deref() == Some(reason)).collect()
+}
+
+fn app_env(d: &Deployment) -> Vec<String> {
+    let pod = d.spec.as_ref().and_then(|s| s.template.spec.as_ref());
+    let app = pod.and_then(|p| p.containers.iter().find(|c| c.name == "app"));
+    app.and_then(|c| c.env.as_ref()).map(|env| env.iter().map(|e| e.name.clone()).collect()).unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replicas_change_converges_and_generation_2_gets_its_own_event_note() {
+    let h = Harness::start(instant_pods()).await;
+    let _op = h.operator();
+    h.create("todo-api", IMAGE_V1).await;
+    h.wait_ready("todo-api").await;
+
+    let patch = json!({"spec": {"replicas": 3}});
+    h.microservices().patch("todo-api", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+    let ms = h.wait_ready("todo-api").await;
+    assert_eq!(ms.metadata.generation, Some(2));
+    let deployment = h.deployments().get("todo-api").await.unwrap();
+    assert_eq!(deployment.spec.and_then(|s| s.replicas), Some(3));
+    assert_eq!(ms.status.and_then(|s| s.replicas_summary).as_deref(), Some("3/3"));
+
+    // `kubectl events` shows generation 2's completion in its own words, not generation 1's note counted twice.
+    // (Events are recorded right after the status write: wait for them rather than race them.)
+    h.eventually("a RolloutComplete Event for each generation, in its own words", || async {
+        let notes: Vec<String> = events(&h, "RolloutComplete").await.into_iter().filter_map(|e| e.note).collect();
+        let has = |prefix: &str| notes.iter().any(|n| n.starts_with(prefix));
+        (has("generation 1 is rolled out") && has("generation 2 is rolled out")).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_profile_change_removes_what_the_desired_state_no_longer_has() {
+    let h = Harness::start(instant_pods()).await;
+    let op = h.operator();
+    h.create("todo-api", IMAGE_V1).await;
+    h.wait_ready("todo-api").await;
+    let before = h.deployments().get("todo-api").await.unwrap();
+    assert!(app_env(&before).contains(&"OTEL_EXPORTER_OTLP_ENDPOINT".to_string()));
+    op.stop().await;
+
+    // The platform team drops the exporter endpoint from the profile and restarts the operator: the objects were
+    // created (POST) by the previous configuration, and the CR did not change.
+    let mut config = h.config();
+    config.profile.telemetry.endpoint = String::new();
+    let _op = h.operator_with(config);
+    let after = h
+        .eventually("the dropped env var to be gone", || async {
+            let d = h.deployments().get("todo-api").await.ok()?;
+            (!app_env(&d).contains(&"OTEL_EXPORTER_OTLP_ENDPOINT".to_string())).then_some(d)
+        })
+        .await;
+    assert!(app_env(&after).contains(&"OTEL_SERVICE_NAME".to_string()), "the other env vars stay");
+    let ms = h.wait_ready("todo-api").await;
+    assert_eq!(ms.metadata.generation, Some(1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_others_add_to_the_exact_parts_is_reverted_and_their_metadata_stays() {
+    let h = Harness::start(instant_pods()).await;
+    let _op = h.operator();
+    h.create("todo-api", IMAGE_V1).await;
+    h.wait_ready("todo-api").await;
+
+    // `kubectl patch`: a second container and the host network; `kubectl rollout restart`: an annotation; and
+    // a hand-added Service selector key.
+    let params = PatchParams { field_manager: Some("kubectl-patch".into()), ..PatchParams::default() };
+    let edit = json!({"spec": {"template": {
+        "metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": "2026-12-02T10:00:00Z"}},
+        "spec": {"hostNetwork": true, "containers": [{"name": "miner", "image": "docker.io/evil/miner:1"}]}}}});
+    h.deployments().patch("todo-api", &params, &Patch::Strategic(&edit)).await.unwrap();
+    let selector = json!({"spec": {"selector": {"tier": "web"}}});
+    h.services().patch("todo-api", &params, &Patch::Merge(&selector)).await.unwrap();
+
+    let repaired = h
+        .eventually("the sidecar and hostNetwork to be removed", || async {
+            let d = h.deployments().get("todo-api").await.ok()?;
+            let pod = d.spec.as_ref()?.template.spec.as_ref()?;
+            (pod.containers.len() == 1 && pod.host_network != Some(true)).then_some(d)
+        })
+        .await;
+    let template = repaired.spec.unwrap().template;
+    assert_eq!(template.spec.unwrap().containers[0].name, "app");
+    let annotations = template.metadata.and_then(|m| m.annotations).unwrap_or_default();
+    assert_eq!(
+        annotations.get("kubectl.kubernetes.io/restartedAt").map(String::as_str),
+        Some("2026-12-02T10:00:00Z"),
+        "a rollout restart is not the platform's to revert"
+    );
+    h.eventually("the Service selector to be exact", || async {
+        let s = h.services().get("todo-api").await.ok()?;
+        (!s.spec?.selector?.contains_key("tier")).then_some(())
+    })
+    .await;
+    h.wait_ready("todo-api").await;
+    // Events are recorded right after the writes: wait for them rather than race them.
+    h.eventually("Repaired Events naming every reverted field", || async {
+        let notes: Vec<String> = events(&h, "Repaired").await.into_iter().filter_map(|e| e.note).collect();
+        let all = notes.join("\n");
+        ["containers[name=miner]", "hostNetwork", "spec.selector.tier"].iter().all(|f| all.contains(f)).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invalid_generation_keeps_the_last_accepted_one_running_and_repaired() {
+    let h = Harness::start(instant_pods()).await;
+    let _op = h.operator();
+    h.create("todo-api", IMAGE_V1).await;
+    h.wait_ready("todo-api").await;
+
+    let patch = json!({"spec": {"image": "ghcr.io/example/todo-api:latest"}});
+    h.microservices().patch("todo-api", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+    let refused = h
+        .wait_for("todo-api", "Invalid for generation 2", |ms| {
+            ms.status.as_ref().is_some_and(|s| s.phase == Some(Phase::Invalid) && s.observed_generation == Some(2))
+        })
+        .await;
+    let last = refused.status.and_then(|s| s.last_accepted).expect("the last accepted contract is recorded");
+    assert_eq!((last.generation, last.image.as_str()), (1, IMAGE_V1));
+
+    // Deleting the Deployment must not take the service down: generation 1 comes back.
+    let old = h.deployments().get("todo-api").await.unwrap().uid();
+    h.deployments().delete("todo-api", &DeleteParams::default()).await.unwrap();
+    let back = h
+        .eventually("generation 1's Deployment to be recreated", || async {
+            h.deployments().get_opt("todo-api").await.ok().flatten().filter(|d| d.uid() != old)
+        })
+        .await;
+    let pod = back.spec.unwrap().template.spec.unwrap();
+    assert_eq!(pod.containers[0].image.as_deref(), Some(IMAGE_V1));
+    assert_eq!(
+        back.metadata.annotations.unwrap_or_default().get("platform.example.com/generation").map(String::as_str),
+        Some("1")
+    );
+    h.eventually("generation 1's pods to serve again", || async {
+        (ready_pods_by_image(&h.client).await.get(IMAGE_V1).copied().unwrap_or(0) == 2).then_some(())
+    })
+    .await;
+
+    // A valid generation takes over.
+    let patch = json!({"spec": {"image": IMAGE_V2}});
+    h.microservices().patch("todo-api", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+    let ms = h.wait_ready("todo-api").await;
+    assert_eq!(ms.status.and_then(|s| s.image).as_deref(), Some(IMAGE_V2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_deployment_with_a_pending_change_is_reported_with_how_to_resume() {
+    let h = Harness::start(instant_pods()).await;
+    let _op = h.operator();
+    h.create("todo-api", IMAGE_V1).await;
+    h.wait_ready("todo-api").await;
+
+    // `kubectl rollout pause`, then a new image.
+    let pause = json!({"spec": {"paused": true}});
+    let params = PatchParams { field_manager: Some("kubectl-rollout".into()), ..PatchParams::default() };
+    h.deployments().patch("todo-api", &params, &Patch::Merge(&pause)).await.unwrap();
+    let patch = json!({"spec": {"image": IMAGE_V2}});
+    h.microservices().patch("todo-api", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+    let ms = h
+        .wait_for("todo-api", "reported as paused", |ms| {
+            ms.status.as_ref().and_then(|s| condition(s, ConditionType::Progressing)).is_some_and(|c| {
+                c.reason == "DeploymentPaused" && c.status == ConditionStatus::False && c.observed_generation == Some(2)
+            })
+        })
+        .await;
+    let progressing = condition(ms.status.as_ref().unwrap(), ConditionType::Progressing).unwrap();
+    assert!(
+        progressing.message.contains("kubectl rollout resume deployment/todo-api -n todo"),
+        "{}",
+        progressing.message
+    );
+
+    let resume = json!({"spec": {"paused": false}});
+    h.deployments().patch("todo-api", &params, &Patch::Merge(&resume)).await.unwrap();
+    let ms = h.wait_ready("todo-api").await;
+    assert_eq!(ms.status.and_then(|s| s.image).as_deref(), Some(IMAGE_V2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn children_orphaned_by_an_earlier_microservice_of_the_same_name_are_explained_and_reattach() {
+    let h = Harness::start(instant_pods()).await;
+    let _op = h.operator();
+    h.create("todo-api", IMAGE_V1).await;
+    h.wait_ready("todo-api").await;
+
+    // `kubectl delete ms todo-api --cascade=orphan`, then the team applies it again: a new uid.
+    h.microservices().delete("todo-api", &DeleteParams::orphan()).await.unwrap();
+    h.eventually("the orphaned Deployment to lose its ownerReference", || async {
+        let gone = h.microservices().get_opt("todo-api").await.ok()?.is_none();
+        let d = h.deployments().get_opt("todo-api").await.ok()??;
+        (gone && d.owner_references().is_empty()).then_some(())
+    })
+    .await;
+    h.create("todo-api", IMAGE_V1).await;
+    let ms = h
+        .wait_for("todo-api", "in conflict", |ms| {
+            ms.status
+                .as_ref()
+                .and_then(|s| condition(s, ConditionType::Degraded))
+                .is_some_and(|c| c.status == ConditionStatus::True && c.reason == "ResourceConflict")
+        })
+        .await;
+    let message = condition(ms.status.as_ref().unwrap(), ConditionType::Degraded).unwrap().message.clone();
+    assert!(message.contains("earlier Microservice named todo-api"), "{message}");
+    let command = "kubectl annotate deployments todo-api -n todo platform.example.com/handover=todo-api --overwrite";
+    assert!(message.contains(command), "{message}");
+
+    // Running the command re-attaches both children in place.
+    for api in ["deployments", "services"] {
+        let handover = json!({"metadata": {"annotations": {"platform.example.com/handover": "todo-api"}}});
+        match api {
+            "deployments" => drop(
+                h.deployments().patch("todo-api", &PatchParams::default(), &Patch::Merge(&handover)).await.unwrap(),
+            ),
+            _ => drop(h.services().patch("todo-api", &PatchParams::default(), &Patch::Merge(&handover)).await.unwrap()),
+        }
+    }
+    let ms = h.wait_ready("todo-api").await;
+    let deployment = h.deployments().get("todo-api").await.unwrap();
+    assert!(
+        deployment
+            .owner_references()
+            .iter()
+            .any(|o| o.controller == Some(true) && Some(&o.uid) == ms.metadata.uid.as_ref())
+    );
+}

@@ -144,6 +144,8 @@ fn needed_by(rule: &PolicyRule, verb: &str) -> Option<(Scenario, Expect)> {
         ("services", "watch") => (Scenario::RepairDeletedService, NoConvergence),
         ("deployments" | "services", "create") => (Scenario::CreateReady, ForbiddenInStatus),
         ("deployments" | "services", "patch") => (Scenario::RepairEdits, ForbiddenInStatus),
+        // Every write to an existing child first reads it (managedFields and exact fields the cache trims).
+        ("deployments" | "services", "get") => (Scenario::RepairEdits, ForbiddenInStatus),
         // Events are best effort: a refused one is logged, never fails a reconcile.
         ("events", "create" | "patch") => (Scenario::EventsRecorded, NoConvergence),
         // Leader election (kube-lease-manager: get, create when absent, patch to take and renew, and the operator's
