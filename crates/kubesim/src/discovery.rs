@@ -11,20 +11,21 @@ use crate::resources::{ResourceRef, ResourceType};
 /// The reply content type of aggregated discovery; kubectl only accepts the aggregated form under it.
 pub const AGGREGATED_CONTENT_TYPE: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
-/// The Kubernetes release the emulator claims to be (k8s-openapi is built for v1_34).
-pub const GIT_VERSION: &str = "v1.34.2";
+/// The Kubernetes release the emulator claims to be: the one the conformance corpus is recorded against
+/// (k8s-openapi's newest feature is still v1_34; the types used here are unchanged since).
+pub const GIT_VERSION: &str = "v1.37.2";
 
 const SUBRESOURCE_VERBS: &[&str] = &["get", "patch", "update"];
 
-/// `/version`: a version.Info as a 1.34 server reports it.
+/// `/version`: a version.Info as a 1.37 server reports it (compatibility is one minor back).
 pub fn version() -> Value {
     json!({
         "major": "1",
-        "minor": "34",
+        "minor": "37",
         "emulationMajor": "1",
-        "emulationMinor": "34",
+        "emulationMinor": "37",
         "minCompatibilityMajor": "1",
-        "minCompatibilityMinor": "33",
+        "minCompatibilityMinor": "36",
         "gitVersion": GIT_VERSION,
         "gitCommit": "0000000000000000000000000000000000000000",
         "gitTreeState": "clean",
@@ -326,11 +327,11 @@ mod tests {
     }
 
     #[test]
-    fn version_reports_kubernetes_1_34() {
+    fn version_reports_kubernetes_1_37() {
         let v = version();
         assert_eq!(v["major"], "1");
-        assert_eq!(v["minor"], "34");
-        assert!(v["gitVersion"].as_str().is_some_and(|s| s.starts_with("v1.34.")));
+        assert_eq!(v["minor"], "37");
+        assert!(v["gitVersion"].as_str().is_some_and(|s| s.starts_with("v1.37.")));
         assert!(v["platform"].as_str().is_some_and(|s| s.contains('/')));
     }
 
