@@ -1088,8 +1088,16 @@ impl Cluster {
         let rt2 = rt.clone();
         let patched = std::sync::Arc::new(std::sync::Mutex::new(None));
         let seen = patched.clone();
+        let url_name = name.to_string();
         let apply = move |cur: &Value| {
             let result = apply_patch(&rt2, cur, &patch)?;
+            // As for an update, the patched object must keep the name on the URL (upstream's checkName).
+            let patched_name = meta_str(&result, "name").unwrap_or_default();
+            if patched_name != url_name {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({patched_name}) does not match the name on the URL ({url_name})"
+                )));
+            }
             *seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(result.clone());
             Ok(result)
         };
