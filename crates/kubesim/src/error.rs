@@ -31,6 +31,9 @@ pub struct Details {
     pub uid: Option<String>,
     pub causes: Vec<Cause>,
     pub retry_after_seconds: Option<u32>,
+    /// Upstream's `NewGenericServerResponse` always sets details, so those errors carry `details: {}` even when
+    /// empty; errors built otherwise (e.g. `NewBadRequest`) have none.
+    pub generic: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -53,6 +56,13 @@ impl ApiError {
         ApiError { code, reason: reason.to_string(), message: message.into(), details: Box::default() }
     }
 
+    /// An error upstream builds with `NewGenericServerResponse` (see [`Details::generic`]).
+    pub fn generic(code: u16, reason: &str, message: impl Into<String>) -> Self {
+        let mut e = Self::new(code, reason, message);
+        e.details.generic = true;
+        e
+    }
+
     fn with_object(mut self, plural: &str, group: &str, name: &str) -> Self {
         self.details.name = Some(name.to_string());
         self.details.group = Some(group.to_string());
@@ -67,7 +77,7 @@ impl ApiError {
 
     /// An unknown path or resource type.
     pub fn path_not_found() -> Self {
-        Self::new(404, "NotFound", "the server could not find the requested resource")
+        Self::generic(404, "NotFound", "the server could not find the requested resource")
     }
 
     pub fn already_exists(plural: &str, group: &str, name: &str) -> Self {
@@ -136,7 +146,7 @@ impl ApiError {
     }
 
     pub fn method_not_allowed() -> Self {
-        Self::new(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+        Self::generic(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
     }
 
     pub fn gone(message: impl Into<String>) -> Self {
@@ -151,6 +161,11 @@ impl ApiError {
                 "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {content_type:?})"
             ),
         )
+    }
+
+    /// A PATCH with a content type that is no patch type.
+    pub fn unsupported_patch_type() -> Self {
+        Self::generic(415, "UnsupportedMediaType", "415: Unsupported Media Type")
     }
 
     pub fn too_large() -> Self {
@@ -221,7 +236,7 @@ impl ApiError {
         if let Some(r) = d.retry_after_seconds {
             details.insert("retryAfterSeconds".into(), json!(r));
         }
-        if !details.is_empty() {
+        if !details.is_empty() || d.generic {
             status["details"] = Value::Object(details);
         }
         status

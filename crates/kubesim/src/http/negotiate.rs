@@ -117,7 +117,7 @@ pub fn decode_patch(content_type: Option<&str>, body: &[u8], rt: &ResourceType) 
             }
             Ok(PatchBody::Apply(v))
         }
-        other => Err(ApiError::unsupported_media_type(other)),
+        _ => Err(ApiError::unsupported_patch_type()),
     }
 }
 

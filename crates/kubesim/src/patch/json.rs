@@ -36,7 +36,7 @@ fn json_type_name(v: &Value) -> &'static str {
 
 /// What upstream answers for every operation that does not apply, including a failed `test`.
 fn not_applied() -> ApiError {
-    ApiError::new(422, "Invalid", "the server rejected our request due to an error in our request")
+    ApiError::generic(422, "Invalid", "the server rejected our request due to an error in our request")
 }
 
 /// Why one operation failed; only used to stop, upstream does not report the detail.

@@ -65,7 +65,7 @@ fn merge_map(
         // Deletions (null) need not be retained.
         for (key, _) in patch.iter().filter(|(k, v)| !is_directive(k) && !v.is_null()) {
             if !retain.contains(&key.as_str()) {
-                return Err(ApiError::new(
+                return Err(ApiError::generic(
                     422,
                     "Invalid",
                     "the server rejected our request due to an error in our request",
