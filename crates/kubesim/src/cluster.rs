@@ -24,6 +24,20 @@ use registry::Registry;
 
 use crate::selector::{FieldSelector, LabelSelector};
 
+const STRICT_DECODING: &str = "strict decoding error";
+
+/// The 400 of a body that fieldValidation=Strict refuses; `problems` are upstream's texts
+/// (`unknown field "spec.x"`, `duplicate field "data"`).
+pub fn strict_decoding_error(rt: &ResourceType, problems: &[String]) -> ApiError {
+    ApiError::bad_request(format!(
+        "{} in version \"{}\" cannot be handled as a {}: {STRICT_DECODING}: {}",
+        rt.kind,
+        rt.version,
+        rt.kind,
+        problems.join(", ")
+    ))
+}
+
 /// `fieldValidation` of a write.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum FieldValidation {
@@ -421,7 +435,13 @@ impl Cluster {
         let rv_param = opts.resource_version.as_deref().filter(|s| !s.is_empty());
         let rv_match = opts.resource_version_match.as_deref().filter(|s| !s.is_empty());
         if rv_match.is_some() && rv_param.is_none() {
-            return Err(ApiError::bad_request("resourceVersionMatch is forbidden unless resourceVersion is provided"));
+            return Err(ApiError::invalid_options(
+                "ListOptions",
+                vec![crate::builtin::names::err::forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                )],
+            ));
         }
         let st = self.inner.store.lock();
         let current = st.current_rv();
@@ -457,9 +477,11 @@ impl Cluster {
                     (current, None)
                 }
                 (Some(_), Some(other)) => {
-                    return Err(ApiError::bad_request(format!(
-                        "resourceVersionMatch: Unsupported value: \"{other}\": supported values: \"Exact\", \"NotOlderThan\""
-                    )));
+                    // Upstream's ValidateListOptions: an unknown match is an invalid value.
+                    return Err(ApiError::invalid_options(
+                        "ListOptions",
+                        vec![crate::builtin::names::err::invalid_str("resourceVersionMatch", other, "unknown value")],
+                    ));
                 }
             },
         };
@@ -733,13 +755,8 @@ impl Cluster {
         match opts.field_validation {
             FieldValidation::Strict if !pruned.is_empty() => {
                 let list: Vec<String> = pruned.iter().map(|p| format!("unknown field \"{p}\"")).collect();
-                let strict = format!("strict decoding error: {}", list.join(", "));
-                // Built-ins fail in their typed decoder, whose error upstream wraps.
-                return Err(ApiError::bad_request(if rt.is_crd() {
-                    strict
-                } else {
-                    format!("{} in version \"{}\" cannot be handled as a {}: {strict}", rt.kind, rt.version, rt.kind)
-                }));
+                // Built-ins and custom resources alike fail in the decoder, whose error upstream wraps.
+                return Err(strict_decoding_error(rt, &list));
             }
             FieldValidation::Warn => warnings.extend(pruned.iter().map(|p| format!("unknown field \"{p}\""))),
             _ => {}
@@ -1104,10 +1121,11 @@ impl Cluster {
         match self.modify(&rt, ns, name, sub, opts, apply, None, false) {
             // A custom resource's patched object is decoded strictly as a whole: upstream reports the failure as
             // an invalid `patch` field holding the patched object, not as the 400 a create or update gets.
-            Err(e) if rt.is_crd() && e.code == 400 && e.message.starts_with("strict decoding error") => {
+            Err(e) if rt.is_crd() && e.code == 400 && e.message.contains(STRICT_DECODING) => {
                 let object = patched.lock().unwrap_or_else(|p| p.into_inner()).take().unwrap_or(Value::Null);
                 let quoted = serde_json::to_string(&object.to_string()).unwrap_or_default();
-                let cause = Cause::new("FieldValueInvalid", format!("Invalid value: {quoted}: {}", e.message), "patch");
+                let strict = e.message.find(STRICT_DECODING).map_or(e.message.as_str(), |i| &e.message[i..]);
+                let cause = Cause::new("FieldValueInvalid", format!("Invalid value: {quoted}: {strict}"), "patch");
                 Err(ApiError::invalid("", "", "", vec![cause]))
             }
             other => other,

@@ -121,6 +121,12 @@ impl ApiError {
         e
     }
 
+    /// 422 for a bad query option, as upstream's option validation reports it
+    /// (`CreateOptions.meta.k8s.io "" is invalid: dryRun: ...`).
+    pub fn invalid_options(options_kind: &str, causes: Vec<Cause>) -> Self {
+        Self::invalid(options_kind, "meta.k8s.io", "", causes)
+    }
+
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)
     }
@@ -202,7 +208,8 @@ impl ApiError {
         });
         let d = &self.details;
         let mut details = serde_json::Map::new();
-        if let Some(n) = &d.name {
+        // metav1.StatusDetails.name is omitempty too.
+        if let Some(n) = d.name.as_ref().filter(|n| !n.is_empty()) {
             details.insert("name".into(), json!(n));
         }
         // metav1.StatusDetails.group is omitempty: the core group is left out.
