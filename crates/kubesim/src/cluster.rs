@@ -551,6 +551,7 @@ impl Cluster {
         }
         m.insert("apiVersion".into(), Value::String(expected));
         m.insert("kind".into(), Value::String(rt.kind.clone()));
+        crate::builtin::convert_from_wire(rt, obj);
         Ok(())
     }
 
