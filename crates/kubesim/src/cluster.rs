@@ -1249,8 +1249,21 @@ impl Cluster {
             fins.push(f.to_string());
         }
         if fins.is_empty() {
+            // Pods are deleted gracefully upstream: the object is first updated with deletionTimestamp and the
+            // grace period, then removed once it is over. kubesim runs no containers to wait for, so the grace
+            // period is 0, as upstream gives an unscheduled Pod, and the removal follows at once.
+            let graceful = rt.group.is_empty() && rt.kind == "Pod";
+            let mut last = (*cur).clone();
+            if graceful {
+                let m = meta_mut(&mut last);
+                m.insert("deletionTimestamp".into(), Value::String(now_rfc3339()));
+                m.insert("deletionGracePeriodSeconds".into(), json!(0));
+            }
             if opts.dry_run {
-                return Ok(DeleteOutcome::Deleted(present(&rt, &cur)));
+                return Ok(DeleteOutcome::Deleted(present(&rt, &last)));
+            }
+            if graceful {
+                st.commit(&rt, key.clone(), Mutation::Put(last));
             }
             let committed = st.commit(&rt, key, Mutation::Delete);
             drop(st);
