@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 pub use watch::WatchItem;
 
-use crate::error::{ApiError, ApiResult, Cause};
+use crate::error::{ApiError, ApiResult, Cause, qualified_resource};
 use crate::resources::{Origin, ResourceRef, ResourceType};
 use crate::schema::CompiledSchema;
 use crate::store::{Committed, Mutation, ObjectKey, ResourceKey, State, Store};
@@ -23,6 +23,14 @@ use meta::{finalizers, get_path, is_deleting, meta_mut, meta_str, now_rfc3339, r
 use registry::Registry;
 
 use crate::selector::{FieldSelector, LabelSelector};
+
+/// A failed delete precondition: upstream's `rest.BeforeDelete` names the object by its Kind (qualified by
+/// group), not its resource, in the message and in details.kind.
+fn delete_precondition_failed(rt: &ResourceType, name: &str, why: &str) -> ApiError {
+    let mut e = ApiError::conflict(&rt.kind, &rt.group, name);
+    e.message = format!("Operation cannot be fulfilled on {} \"{name}\": {why}", qualified_resource(&rt.kind, &rt.group));
+    e
+}
 
 const STRICT_DECODING: &str = "strict decoding error";
 
@@ -1169,23 +1177,25 @@ impl Cluster {
         if let Some(p) = opts.precondition_uid.as_deref().filter(|s| !s.is_empty())
             && p != uid
         {
-            let mut e = ApiError::conflict(&rt.plural, &rt.group, name);
-            e.message = format!(
-                "Operation cannot be fulfilled on {} \"{name}\": Precondition failed: UID in precondition: {p}, UID in object meta: {uid}",
-                rt.qualified()
-            );
-            return Err(e);
+            return Err(delete_precondition_failed(
+                &rt,
+                name,
+                &format!(
+                    "the UID in the precondition ({p}) does not match the UID in record ({uid}). The object might have been deleted and then recreated"
+                ),
+            ));
         }
         let cur_rv = resource_version(&cur).unwrap_or_default().to_string();
         if let Some(p) = opts.precondition_resource_version.as_deref().filter(|s| !s.is_empty())
             && p != cur_rv
         {
-            let mut e = ApiError::conflict(&rt.plural, &rt.group, name);
-            e.message = format!(
-                "Operation cannot be fulfilled on {} \"{name}\": Precondition failed: ResourceVersion in precondition: {p}, ResourceVersion in object meta: {cur_rv}",
-                rt.qualified()
-            );
-            return Err(e);
+            return Err(delete_precondition_failed(
+                &rt,
+                name,
+                &format!(
+                    "the ResourceVersion in the precondition ({p}) does not match the ResourceVersion in record ({cur_rv}). The object might have been modified"
+                ),
+            ));
         }
         if is_namespaces(&rt) {
             if INITIAL_NAMESPACES[..3].contains(&name) {
