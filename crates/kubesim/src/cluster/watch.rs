@@ -93,7 +93,16 @@ impl Watcher {
             ChangeKind::Added if now => WatchEvent::Added(obj()),
             ChangeKind::Modified if now && before => WatchEvent::Modified(obj()),
             ChangeKind::Modified if now => WatchEvent::Added(obj()),
-            ChangeKind::Modified if before => WatchEvent::Deleted(obj()),
+            // Upstream's watch cache: an object leaving the selector is DELETED with its previous content
+            // (the one that matched) at the event's resourceVersion.
+            ChangeKind::Modified if before => {
+                let Some(old) = change.old.as_deref() else { return };
+                let mut prev = present(&self.rt, old);
+                if let Some(meta) = prev.get_mut("metadata").and_then(Value::as_object_mut) {
+                    meta.insert("resourceVersion".into(), Value::String(change.resource_version.to_string()));
+                }
+                WatchEvent::Deleted(prev)
+            }
             ChangeKind::Deleted if now => WatchEvent::Deleted(obj()),
             _ => return,
         };
