@@ -1477,7 +1477,9 @@ impl Cluster {
                 w.pending.push_back(watch::WatchItem::Event(WatchEvent::Added(present(&rt, obj))));
             }
         }
-        if opts.send_initial_events {
+        // The end of the initial events is a bookmark: only a watcher that allows bookmarks gets it (upstream
+        // accepts sendInitialEvents without allowWatchBookmarks and just never marks the end).
+        if opts.send_initial_events && opts.allow_bookmarks {
             w.pending.push_back(watch::WatchItem::Event(WatchEvent::Bookmark(watch::bookmark(
                 &rt,
                 start.current_rv,

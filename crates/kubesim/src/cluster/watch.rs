@@ -65,7 +65,8 @@ pub struct Watcher {
 }
 
 pub fn bookmark(rt: &ResourceRef, rv: u64, initial_events_end: bool) -> Value {
-    let mut meta = json!({"resourceVersion": rv.to_string(), "creationTimestamp": null});
+    // kube-apiserver 1.37 leaves the zero creationTimestamp out of a bookmark's metadata.
+    let mut meta = json!({"resourceVersion": rv.to_string()});
     if initial_events_end {
         meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
     }
