@@ -833,12 +833,14 @@ impl Cluster {
         }
         let body_rv = resource_version(&obj).map(String::from);
         if body_rv.is_none() && rt.is_crd() {
-            return Err(invalid(
-                &rt,
+            // Upstream's custom resource strategy reports this one about the resource, not the Kind.
+            return Err(ApiError::invalid(
+                &rt.plural,
+                &rt.group,
                 name,
                 vec![Cause::new(
                     "FieldValueInvalid",
-                    "Invalid value: 0x0: must be specified for an update",
+                    "Invalid value: 0: must be specified for an update",
                     "metadata.resourceVersion",
                 )],
             ));
