@@ -245,10 +245,7 @@ fn workload_spec(obj: &Value, kind: &str, out: &mut Vec<Cause>) {
     {
         let empty = Map::new();
         if !parsed.matches(labels.and_then(Value::as_object).unwrap_or(&empty)) {
-            let repr = labels.and_then(Value::as_object).map_or("map[string]string(nil)".to_string(), |m| {
-                let parts: Vec<String> = m.iter().map(|(k, v)| format!("{}:{}", names::quote(k), go_repr(v))).collect();
-                format!("map[string]string{{{}}}", parts.join(", "))
-            });
+            let repr = labels.filter(|l| l.is_object()).map_or("null".to_string(), go_repr);
             out.push(err::invalid(
                 "spec.template.metadata.labels",
                 &repr,
@@ -928,7 +925,7 @@ mod tests {
         assert_eq!(fields(&c), vec!["spec.template.metadata.labels"]);
         assert_eq!(
             c[0].message,
-            "Invalid value: map[string]string{\"app\":\"other\"}: `selector` does not match template `labels`"
+            "Invalid value: {\"app\":\"other\"}: `selector` does not match template `labels`"
         );
 
         let mut d = deploy();

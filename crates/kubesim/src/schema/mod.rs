@@ -963,7 +963,7 @@ mod tests {
         let got = messages(&schema().validate(&obj));
         let want = [
             "spec.image: Required value",
-            "spec.env[1]: Duplicate value: map[string]interface {}{\"name\":\"A\"}",
+            "spec.env[1]: Duplicate value: {\"name\":\"A\"}",
             "spec.mode: Unsupported value: \"x\": supported values: \"a\", \"b\"",
             "spec.name: Invalid value: \"ABC\": spec.name in body should match '^[a-z]+$'",
             "spec.port: Invalid value: 80: spec.port in body should be greater than or equal to 1024",
