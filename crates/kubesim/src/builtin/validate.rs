@@ -108,10 +108,24 @@ fn object_meta(rt: &ResourceType, obj: &Value, out: &mut Vec<Cause>) {
         }
     }
     if let Some(finalizers) = meta.get("finalizers").and_then(Value::as_array) {
-        for (i, f) in finalizers.iter().enumerate() {
+        // apimachinery's ValidateFinalizers reports name errors at the list (no index)...
+        for f in finalizers {
             let f = f.as_str().unwrap_or_default();
             for msg in names::qualified_name_errors(f) {
-                out.push(err::invalid_str(&format!("metadata.finalizers[{i}]"), f, &msg));
+                out.push(err::invalid_str("metadata.finalizers", f, &msg));
+            }
+        }
+        // ...then core's ValidateObjectMeta (built-ins only) wants a standard or fully qualified name, by index.
+        if !rt.is_crd() {
+            for (i, f) in finalizers.iter().enumerate() {
+                let f = f.as_str().unwrap_or_default();
+                if !f.contains('/') && !["kubernetes", "orphan", "foregroundDeletion"].contains(&f) {
+                    out.push(err::invalid_str(
+                        &format!("metadata.finalizers[{i}]"),
+                        f,
+                        "name is neither a standard finalizer name nor is it fully qualified",
+                    ));
+                }
             }
         }
     }
