@@ -599,11 +599,15 @@ impl Cluster {
                     "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
                     rt.plural
                 );
-                let mut e = ApiError::forbidden(msg.clone());
+                let mut e = ApiError::forbidden(msg);
                 e.details.name = Some(name.to_string());
                 e.details.group = Some(rt.group.clone());
                 e.details.kind = Some(rt.plural.clone());
-                e.details.causes.push(Cause::new("NamespaceTerminating", msg, "metadata.namespace"));
+                e.details.causes.push(Cause::new(
+                    "NamespaceTerminating",
+                    format!("namespace {ns} is being terminated"),
+                    "metadata.namespace",
+                ));
                 Err(e)
             }
             Some(_) => Ok(()),
