@@ -1065,7 +1065,7 @@ impl Cluster {
         if let PatchBody::Strategic(_) = &patch
             && rt.is_crd()
         {
-            return Err(ApiError::unsupported_media_type("application/strategic-merge-patch+json"));
+            return Err(crate::patch::strategic::custom_resource_unsupported());
         }
         if let PatchBody::Apply(body) = &patch {
             let manager = opts.field_manager.clone().filter(|m| !m.is_empty()).ok_or_else(invalid_apply_manager)?;
