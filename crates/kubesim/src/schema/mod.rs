@@ -703,7 +703,7 @@ pub fn validate_crd(crd: &Value) -> Vec<Cause> {
         }
         match v.pointer("/schema/openAPIV3Schema") {
             None | Some(Value::Null) => {
-                out.push(err::required(&format!("{path}.schema.openAPIV3Schema"), "schemas are required"))
+                out.push(err::required(&format!("{path}.schema.openAPIV3Schema"), ""))
             }
             Some(schema) => {
                 let base = format!("{path}.schema.openAPIV3Schema");
@@ -1119,7 +1119,7 @@ mod tests {
         no_schema["spec"]["versions"][0].as_object_mut().unwrap().remove("schema");
         assert_eq!(
             messages(&validate_crd(&no_schema)),
-            ["spec.versions[0].schema.openAPIV3Schema: Required value: schemas are required"]
+            ["spec.versions[0].schema.openAPIV3Schema: Required value"]
         );
         let mut root = crd();
         root["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["type"] = json!("string");
