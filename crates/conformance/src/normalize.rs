@@ -17,7 +17,9 @@
 //! 6. IP addresses in `clusterIP(s)`, `podIP(s)`, `hostIP(s)` → `<ip>` (allocation order is the allocator's).
 //! 7. Issued bearer tokens (`status.token` of a TokenRequest) → `<token>`.
 //! 8. The numbers in `too old resource version: N (M)` → `<n>`.
-//! 9. Response headers other than Content-Type and Warning are not compared (Audit-Id, Date, priority-and-
+//! 9. The numbers in `the ResourceVersion in the precondition (N) does not match the ResourceVersion in record (M)`
+//!    → `<n>` (resourceVersions, as in 2 and 8).
+//! 10. Response headers other than Content-Type and Warning are not compared (Audit-Id, Date, priority-and-
 //!    fairness ids); the media type is compared without its parameters' spacing.
 
 use std::collections::HashMap;
@@ -36,6 +38,11 @@ static TIME: LazyLock<Regex> = LazyLock::new(|| {
 });
 static TOO_OLD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"too old resource version: \d+ \(\d+\)").unwrap_or_else(|e| panic!("too-old regex: {e}"))
+});
+
+static PRECONDITION_RV: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"the ResourceVersion in the precondition \(\d+\) does not match the ResourceVersion in record \(\d+\)")
+        .unwrap_or_else(|e| panic!("precondition regex: {e}"))
 });
 
 const IP_KEYS: &[&str] = &["clusterIP", "clusterIPs", "podIP", "podIPs", "hostIP", "hostIPs", "ip"];
@@ -109,6 +116,14 @@ impl Normalizer {
         }
         if TOO_OLD.is_match(&out) {
             out = TOO_OLD.replace_all(&out, "too old resource version: <n> (<n>)").into_owned();
+        }
+        if PRECONDITION_RV.is_match(&out) {
+            out = PRECONDITION_RV
+                .replace_all(
+                    &out,
+                    "the ResourceVersion in the precondition (<n>) does not match the ResourceVersion in record (<n>)",
+                )
+                .into_owned();
         }
         out
     }

@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 pub use watch::WatchItem;
 
-use crate::error::{ApiError, ApiResult, Cause};
+use crate::error::{ApiError, ApiResult, Cause, qualified_resource};
 use crate::resources::{Origin, ResourceRef, ResourceType};
 use crate::schema::CompiledSchema;
 use crate::store::{Committed, Mutation, ObjectKey, ResourceKey, State, Store};
@@ -23,6 +23,28 @@ use meta::{finalizers, get_path, is_deleting, meta_mut, meta_str, now_rfc3339, r
 use registry::Registry;
 
 use crate::selector::{FieldSelector, LabelSelector};
+
+/// A failed delete precondition: upstream's `rest.BeforeDelete` names the object by its Kind (qualified by
+/// group), not its resource, in the message and in details.kind.
+fn delete_precondition_failed(rt: &ResourceType, name: &str, why: &str) -> ApiError {
+    let mut e = ApiError::conflict(&rt.kind, &rt.group, name);
+    e.message = format!("Operation cannot be fulfilled on {} \"{name}\": {why}", qualified_resource(&rt.kind, &rt.group));
+    e
+}
+
+const STRICT_DECODING: &str = "strict decoding error";
+
+/// The 400 of a body that fieldValidation=Strict refuses; `problems` are upstream's texts
+/// (`unknown field "spec.x"`, `duplicate field "data"`).
+pub fn strict_decoding_error(rt: &ResourceType, problems: &[String]) -> ApiError {
+    ApiError::bad_request(format!(
+        "{} in version \"{}\" cannot be handled as a {}: {STRICT_DECODING}: {}",
+        rt.kind,
+        rt.version,
+        rt.kind,
+        problems.join(", ")
+    ))
+}
 
 /// `fieldValidation` of a write.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -421,7 +443,13 @@ impl Cluster {
         let rv_param = opts.resource_version.as_deref().filter(|s| !s.is_empty());
         let rv_match = opts.resource_version_match.as_deref().filter(|s| !s.is_empty());
         if rv_match.is_some() && rv_param.is_none() {
-            return Err(ApiError::bad_request("resourceVersionMatch is forbidden unless resourceVersion is provided"));
+            return Err(ApiError::invalid_options(
+                "ListOptions",
+                vec![crate::builtin::names::err::forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                )],
+            ));
         }
         let st = self.inner.store.lock();
         let current = st.current_rv();
@@ -457,9 +485,11 @@ impl Cluster {
                     (current, None)
                 }
                 (Some(_), Some(other)) => {
-                    return Err(ApiError::bad_request(format!(
-                        "resourceVersionMatch: Unsupported value: \"{other}\": supported values: \"Exact\", \"NotOlderThan\""
-                    )));
+                    // Upstream's ValidateListOptions: an unknown match is an invalid value.
+                    return Err(ApiError::invalid_options(
+                        "ListOptions",
+                        vec![crate::builtin::names::err::invalid_str("resourceVersionMatch", other, "unknown value")],
+                    ));
                 }
             },
         };
@@ -529,6 +559,7 @@ impl Cluster {
         }
         m.insert("apiVersion".into(), Value::String(expected));
         m.insert("kind".into(), Value::String(rt.kind.clone()));
+        crate::builtin::convert_from_wire(rt, obj);
         Ok(())
     }
 
@@ -568,11 +599,15 @@ impl Cluster {
                     "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
                     rt.plural
                 );
-                let mut e = ApiError::forbidden(msg.clone());
+                let mut e = ApiError::forbidden(msg);
                 e.details.name = Some(name.to_string());
                 e.details.group = Some(rt.group.clone());
                 e.details.kind = Some(rt.plural.clone());
-                e.details.causes.push(Cause::new("NamespaceTerminating", msg, "metadata.namespace"));
+                e.details.causes.push(Cause::new(
+                    "NamespaceTerminating",
+                    format!("namespace {ns} is being terminated"),
+                    "metadata.namespace",
+                ));
                 Err(e)
             }
             Some(_) => Ok(()),
@@ -733,13 +768,8 @@ impl Cluster {
         match opts.field_validation {
             FieldValidation::Strict if !pruned.is_empty() => {
                 let list: Vec<String> = pruned.iter().map(|p| format!("unknown field \"{p}\"")).collect();
-                let strict = format!("strict decoding error: {}", list.join(", "));
-                // Built-ins fail in their typed decoder, whose error upstream wraps.
-                return Err(ApiError::bad_request(if rt.is_crd() {
-                    strict
-                } else {
-                    format!("{} in version \"{}\" cannot be handled as a {}: {strict}", rt.kind, rt.version, rt.kind)
-                }));
+                // Built-ins and custom resources alike fail in the decoder, whose error upstream wraps.
+                return Err(strict_decoding_error(rt, &list));
             }
             FieldValidation::Warn => warnings.extend(pruned.iter().map(|p| format!("unknown field \"{p}\""))),
             _ => {}
@@ -807,12 +837,14 @@ impl Cluster {
         }
         let body_rv = resource_version(&obj).map(String::from);
         if body_rv.is_none() && rt.is_crd() {
-            return Err(invalid(
-                &rt,
+            // Upstream's custom resource strategy reports this one about the resource, not the Kind.
+            return Err(ApiError::invalid(
+                &rt.plural,
+                &rt.group,
                 name,
                 vec![Cause::new(
                     "FieldValueInvalid",
-                    "Invalid value: 0x0: must be specified for an update",
+                    "Invalid value: 0: must be specified for an update",
                     "metadata.resourceVersion",
                 )],
             ));
@@ -1033,7 +1065,7 @@ impl Cluster {
         if let PatchBody::Strategic(_) = &patch
             && rt.is_crd()
         {
-            return Err(ApiError::unsupported_media_type("application/strategic-merge-patch+json"));
+            return Err(crate::patch::strategic::custom_resource_unsupported());
         }
         if let PatchBody::Apply(body) = &patch {
             let manager = opts.field_manager.clone().filter(|m| !m.is_empty()).ok_or_else(invalid_apply_manager)?;
@@ -1088,18 +1120,27 @@ impl Cluster {
         let rt2 = rt.clone();
         let patched = std::sync::Arc::new(std::sync::Mutex::new(None));
         let seen = patched.clone();
+        let url_name = name.to_string();
         let apply = move |cur: &Value| {
             let result = apply_patch(&rt2, cur, &patch)?;
+            // As for an update, the patched object must keep the name on the URL (upstream's checkName).
+            let patched_name = meta_str(&result, "name").unwrap_or_default();
+            if patched_name != url_name {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({patched_name}) does not match the name on the URL ({url_name})"
+                )));
+            }
             *seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(result.clone());
             Ok(result)
         };
         match self.modify(&rt, ns, name, sub, opts, apply, None, false) {
             // A custom resource's patched object is decoded strictly as a whole: upstream reports the failure as
             // an invalid `patch` field holding the patched object, not as the 400 a create or update gets.
-            Err(e) if rt.is_crd() && e.code == 400 && e.message.starts_with("strict decoding error") => {
+            Err(e) if rt.is_crd() && e.code == 400 && e.message.contains(STRICT_DECODING) => {
                 let object = patched.lock().unwrap_or_else(|p| p.into_inner()).take().unwrap_or(Value::Null);
                 let quoted = serde_json::to_string(&object.to_string()).unwrap_or_default();
-                let cause = Cause::new("FieldValueInvalid", format!("Invalid value: {quoted}: {}", e.message), "patch");
+                let strict = e.message.find(STRICT_DECODING).map_or(e.message.as_str(), |i| &e.message[i..]);
+                let cause = Cause::new("FieldValueInvalid", format!("Invalid value: {quoted}: {strict}"), "patch");
                 Err(ApiError::invalid("", "", "", vec![cause]))
             }
             other => other,
@@ -1142,23 +1183,25 @@ impl Cluster {
         if let Some(p) = opts.precondition_uid.as_deref().filter(|s| !s.is_empty())
             && p != uid
         {
-            let mut e = ApiError::conflict(&rt.plural, &rt.group, name);
-            e.message = format!(
-                "Operation cannot be fulfilled on {} \"{name}\": Precondition failed: UID in precondition: {p}, UID in object meta: {uid}",
-                rt.qualified()
-            );
-            return Err(e);
+            return Err(delete_precondition_failed(
+                &rt,
+                name,
+                &format!(
+                    "the UID in the precondition ({p}) does not match the UID in record ({uid}). The object might have been deleted and then recreated"
+                ),
+            ));
         }
         let cur_rv = resource_version(&cur).unwrap_or_default().to_string();
         if let Some(p) = opts.precondition_resource_version.as_deref().filter(|s| !s.is_empty())
             && p != cur_rv
         {
-            let mut e = ApiError::conflict(&rt.plural, &rt.group, name);
-            e.message = format!(
-                "Operation cannot be fulfilled on {} \"{name}\": Precondition failed: ResourceVersion in precondition: {p}, ResourceVersion in object meta: {cur_rv}",
-                rt.qualified()
-            );
-            return Err(e);
+            return Err(delete_precondition_failed(
+                &rt,
+                name,
+                &format!(
+                    "the ResourceVersion in the precondition ({p}) does not match the ResourceVersion in record ({cur_rv}). The object might have been modified"
+                ),
+            ));
         }
         if is_namespaces(&rt) {
             if INITIAL_NAMESPACES[..3].contains(&name) {
@@ -1222,8 +1265,21 @@ impl Cluster {
             fins.push(f.to_string());
         }
         if fins.is_empty() {
+            // Pods are deleted gracefully upstream: the object is first updated with deletionTimestamp and the
+            // grace period, then removed once it is over. kubesim runs no containers to wait for, so the grace
+            // period is 0, as upstream gives an unscheduled Pod, and the removal follows at once.
+            let graceful = rt.group.is_empty() && rt.kind == "Pod";
+            let mut last = (*cur).clone();
+            if graceful {
+                let m = meta_mut(&mut last);
+                m.insert("deletionTimestamp".into(), Value::String(now_rfc3339()));
+                m.insert("deletionGracePeriodSeconds".into(), json!(0));
+            }
             if opts.dry_run {
-                return Ok(DeleteOutcome::Deleted(present(&rt, &cur)));
+                return Ok(DeleteOutcome::Deleted(present(&rt, &last)));
+            }
+            if graceful {
+                st.commit(&rt, key.clone(), Mutation::Put(last));
             }
             let committed = st.commit(&rt, key, Mutation::Delete);
             drop(st);
@@ -1427,7 +1483,9 @@ impl Cluster {
                 w.pending.push_back(watch::WatchItem::Event(WatchEvent::Added(present(&rt, obj))));
             }
         }
-        if opts.send_initial_events {
+        // The end of the initial events is a bookmark: only a watcher that allows bookmarks gets it (upstream
+        // accepts sendInitialEvents without allowWatchBookmarks and just never marks the end).
+        if opts.send_initial_events && opts.allow_bookmarks {
             w.pending.push_back(watch::WatchItem::Event(WatchEvent::Bookmark(watch::bookmark(
                 &rt,
                 start.current_rv,

@@ -6,25 +6,26 @@ use std::cmp::Ordering;
 
 use serde_json::{Map, Value, json};
 
-use crate::resources::{ResourceRef, ResourceType};
+use crate::resources::{Origin, ResourceRef, ResourceType};
 
 /// The reply content type of aggregated discovery; kubectl only accepts the aggregated form under it.
 pub const AGGREGATED_CONTENT_TYPE: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
-/// The Kubernetes release the emulator claims to be (k8s-openapi is built for v1_34).
-pub const GIT_VERSION: &str = "v1.34.2";
+/// The Kubernetes release the emulator claims to be: the one the conformance corpus is recorded against
+/// (k8s-openapi's newest feature is still v1_34; the types used here are unchanged since).
+pub const GIT_VERSION: &str = "v1.37.2";
 
 const SUBRESOURCE_VERBS: &[&str] = &["get", "patch", "update"];
 
-/// `/version`: a version.Info as a 1.34 server reports it.
+/// `/version`: a version.Info as a 1.37 server reports it (compatibility is one minor back).
 pub fn version() -> Value {
     json!({
         "major": "1",
-        "minor": "34",
+        "minor": "37",
         "emulationMajor": "1",
-        "emulationMinor": "34",
+        "emulationMinor": "37",
         "minCompatibilityMajor": "1",
-        "minCompatibilityMinor": "33",
+        "minCompatibilityMinor": "36",
         "gitVersion": GIT_VERSION,
         "gitCommit": "0000000000000000000000000000000000000000",
         "gitTreeState": "clean",
@@ -178,6 +179,9 @@ fn resource_list_doc(types: &[ResourceRef], group: &str, version: &str) -> Value
         if !t.categories.is_empty() {
             r.insert("categories".into(), json!(t.categories));
         }
+        if let Some(hash) = storage_version_hash(types, t) {
+            r.insert("storageVersionHash".into(), json!(hash));
+        }
         entries.push((t.plural.clone(), Value::Object(r)));
         for (sub, sub_group, sub_version, kind) in subresources(t) {
             let name = format!("{}/{sub}", t.plural);
@@ -202,6 +206,29 @@ fn resource_list_doc(types: &[ResourceRef], group: &str, version: &str) -> Value
         "groupVersion": group_version,
         "resources": entries.into_iter().map(|(_, v)| v).collect::<Vec<_>>(),
     })
+}
+
+/// Upstream's `discovery.StorageVersionHash` of the group/version/kind a type is stored as: the first 8 bytes
+/// of its SHA-256, base64. Only stored types have one (not the create-only reviews).
+fn storage_version_hash(types: &[ResourceRef], t: &ResourceType) -> Option<String> {
+    use base64::Engine as _;
+    if !t.verbs.iter().any(|v| v == "list") {
+        return None;
+    }
+    let (group, version) = match &t.origin {
+        // events.k8s.io Events are core Events in storage.
+        Origin::BuiltIn if t.group == "events.k8s.io" && t.kind == "Event" => ("", "v1"),
+        Origin::BuiltIn => (t.group.as_str(), t.version.as_str()),
+        // A custom resource is stored in its CRD's storage version, whichever version is served.
+        Origin::Crd { .. } => {
+            let storage = types.iter().map(|x| x.as_ref()).find(|x| {
+                x.group == t.group && x.plural == t.plural && matches!(x.origin, Origin::Crd { storage: true, .. })
+            })?;
+            (t.group.as_str(), storage.version.as_str())
+        }
+    };
+    let digest = ring::digest::digest(&ring::digest::SHA256, format!("{group}/{version}/{}", t.kind).as_bytes());
+    Some(base64::engine::general_purpose::STANDARD.encode(&digest.as_ref()[..8]))
 }
 
 fn in_group_version<'a>(
@@ -326,12 +353,19 @@ mod tests {
     }
 
     #[test]
-    fn version_reports_kubernetes_1_34() {
+    fn version_reports_kubernetes_1_37() {
         let v = version();
         assert_eq!(v["major"], "1");
-        assert_eq!(v["minor"], "34");
-        assert!(v["gitVersion"].as_str().is_some_and(|s| s.starts_with("v1.34.")));
+        assert_eq!(v["minor"], "37");
+        assert!(v["gitVersion"].as_str().is_some_and(|s| s.starts_with("v1.37.")));
         assert!(v["platform"].as_str().is_some_and(|s| s.contains('/')));
+    }
+
+    #[test]
+    fn storage_version_hashes_are_upstreams() {
+        let core = core_resource_list(&builtins());
+        let cm = core["resources"].as_array().into_iter().flatten().find(|r| r["name"] == "configmaps");
+        assert_eq!(cm.map(|r| &r["storageVersionHash"]), Some(&json!("qFsyl6wFWjQ=")));
     }
 
     #[test]

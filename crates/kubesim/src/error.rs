@@ -31,6 +31,9 @@ pub struct Details {
     pub uid: Option<String>,
     pub causes: Vec<Cause>,
     pub retry_after_seconds: Option<u32>,
+    /// Upstream's `NewGenericServerResponse` always sets details, so those errors carry `details: {}` even when
+    /// empty; errors built otherwise (e.g. `NewBadRequest`) have none.
+    pub generic: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -53,6 +56,13 @@ impl ApiError {
         ApiError { code, reason: reason.to_string(), message: message.into(), details: Box::default() }
     }
 
+    /// An error upstream builds with `NewGenericServerResponse` (see [`Details::generic`]).
+    pub fn generic(code: u16, reason: &str, message: impl Into<String>) -> Self {
+        let mut e = Self::new(code, reason, message);
+        e.details.generic = true;
+        e
+    }
+
     fn with_object(mut self, plural: &str, group: &str, name: &str) -> Self {
         self.details.name = Some(name.to_string());
         self.details.group = Some(group.to_string());
@@ -67,7 +77,7 @@ impl ApiError {
 
     /// An unknown path or resource type.
     pub fn path_not_found() -> Self {
-        Self::new(404, "NotFound", "the server could not find the requested resource")
+        Self::generic(404, "NotFound", "the server could not find the requested resource")
     }
 
     pub fn already_exists(plural: &str, group: &str, name: &str) -> Self {
@@ -111,6 +121,12 @@ impl ApiError {
         e
     }
 
+    /// 422 for a bad query option, as upstream's option validation reports it
+    /// (`CreateOptions.meta.k8s.io "" is invalid: dryRun: ...`).
+    pub fn invalid_options(options_kind: &str, causes: Vec<Cause>) -> Self {
+        Self::invalid(options_kind, "meta.k8s.io", "", causes)
+    }
+
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)
     }
@@ -136,7 +152,7 @@ impl ApiError {
     }
 
     pub fn method_not_allowed() -> Self {
-        Self::new(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+        Self::generic(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
     }
 
     pub fn gone(message: impl Into<String>) -> Self {
@@ -151,6 +167,11 @@ impl ApiError {
                 "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {content_type:?})"
             ),
         )
+    }
+
+    /// A PATCH with a content type that is no patch type.
+    pub fn unsupported_patch_type() -> Self {
+        Self::generic(415, "UnsupportedMediaType", "415: Unsupported Media Type")
     }
 
     pub fn too_large() -> Self {
@@ -187,7 +208,8 @@ impl ApiError {
         });
         let d = &self.details;
         let mut details = serde_json::Map::new();
-        if let Some(n) = &d.name {
+        // metav1.StatusDetails.name is omitempty too.
+        if let Some(n) = d.name.as_ref().filter(|n| !n.is_empty()) {
             details.insert("name".into(), json!(n));
         }
         // metav1.StatusDetails.group is omitempty: the core group is left out.
@@ -221,7 +243,7 @@ impl ApiError {
         if let Some(r) = d.retry_after_seconds {
             details.insert("retryAfterSeconds".into(), json!(r));
         }
-        if !details.is_empty() {
+        if !details.is_empty() || d.generic {
             status["details"] = Value::Object(details);
         }
         status

@@ -43,6 +43,7 @@ pub mod names;
 mod prune;
 mod validate;
 
+use base64::Engine as _;
 use serde_json::Value;
 
 pub use prune::prune_unknown;
@@ -156,6 +157,31 @@ pub fn field_selector_matches(rt: &ResourceType, sel: &FieldSelector, obj: &Valu
     sel.requirements.iter().all(|r| (field_value(rt, obj, &r.field) == r.value) == r.equal)
 }
 
+/// What upstream's conversion from the v1 wire form to the internal type does to a built-in object, before
+/// anything else (field managers included) sees it: a Secret's write-only `stringData` is folded into `data`
+/// (base64, overriding keys of the same name) and never stored.
+pub fn convert_from_wire(rt: &ResourceType, obj: &mut Value) {
+    if rt.is_crd() || !rt.group.is_empty() || rt.kind != "Secret" {
+        return;
+    }
+    let Some(m) = obj.as_object_mut() else { return };
+    let Some(string_data) = m.remove("stringData") else { return };
+    let Value::Object(string_data) = string_data else { return };
+    if string_data.is_empty() {
+        return;
+    }
+    let data = m.entry("data").or_insert_with(|| Value::Object(serde_json::Map::new()));
+    if !data.is_object() {
+        *data = Value::Object(serde_json::Map::new());
+    }
+    if let Value::Object(data) = data {
+        for (k, v) in string_data {
+            let text = v.as_str().map(String::from).unwrap_or_else(|| v.to_string());
+            data.insert(k, Value::String(base64::engine::general_purpose::STANDARD.encode(text)));
+        }
+    }
+}
+
 /// Applies the defaults a real server sets on write (see the `defaults` module). Idempotent. CRs: none here.
 pub fn default_object(rt: &ResourceType, obj: &mut Value) {
     defaults::apply(rt, obj)
@@ -184,6 +210,16 @@ mod tests {
 
     fn rt(group: &str, kind: &str) -> ResourceType {
         builtin_types().into_iter().find(|t| t.group == group && t.kind == kind).unwrap()
+    }
+
+    #[test]
+    fn secret_string_data_is_folded_into_data() {
+        let mut s = json!({"data": {"a": "eA==", "b": "eA=="}, "stringData": {"b": "admin", "c": "v"}});
+        convert_from_wire(&rt("", "Secret"), &mut s);
+        assert_eq!(s, json!({"data": {"a": "eA==", "b": "YWRtaW4=", "c": "dg=="}}));
+        let mut cm = json!({"stringData": {"k": "v"}});
+        convert_from_wire(&rt("", "ConfigMap"), &mut cm);
+        assert_eq!(cm, json!({"stringData": {"k": "v"}}), "only Secrets have stringData");
     }
 
     #[test]

@@ -202,21 +202,15 @@ pub fn config_map_key_errors(value: &str) -> Vec<String> {
     errs
 }
 
-/// How Go's `field.Error` prints a value: strings quoted, numbers and booleans bare, composites in `%#v`-like form.
+/// How upstream's `field.Error` prints a value: strings quoted, numbers and booleans bare, lists and maps as
+/// JSON (kube-apiserver 1.37 prints `{"app":"x"}` and `["a"]`, no longer Go's `%#v`).
 pub fn go_repr(v: &Value) -> String {
     match v {
         Value::Null => "null".into(),
         Value::Bool(b) => b.to_string(),
         Value::Number(n) => n.to_string(),
         Value::String(s) => quote(s),
-        Value::Array(items) => {
-            let parts: Vec<String> = items.iter().map(go_repr).collect();
-            format!("[]interface {{}}{{{}}}", parts.join(", "))
-        }
-        Value::Object(m) => {
-            let parts: Vec<String> = m.iter().map(|(k, v)| format!("{}:{}", quote(k), go_repr(v))).collect();
-            format!("map[string]interface {{}}{{{}}}", parts.join(", "))
-        }
+        Value::Array(_) | Value::Object(_) => v.to_string(),
     }
 }
 
@@ -339,7 +333,8 @@ mod tests {
     fn go_value_printing() {
         assert_eq!(go_repr(&json!("x")), "\"x\"");
         assert_eq!(go_repr(&json!(80)), "80");
-        assert_eq!(go_repr(&json!({"a": 1})), "map[string]interface {}{\"a\":1}");
+        assert_eq!(go_repr(&json!({"a": 1})), "{\"a\":1}");
+        assert_eq!(go_repr(&json!(["a"])), "[\"a\"]");
         let c = err::not_supported("spec.mode", &json!("x"), &["a", "b"]);
         assert_eq!(c.message, "Unsupported value: \"x\": supported values: \"a\", \"b\"");
         assert_eq!(c.reason, "FieldValueNotSupported");

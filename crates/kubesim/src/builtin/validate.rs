@@ -1,7 +1,7 @@
 //! Validation of built-in objects as `pkg/apis/*/validation` does it: ObjectMeta first, then the type's
 //! spec, then the immutable fields of an update. Field paths, reasons and messages follow upstream.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::names::{self, err, go_repr};
 use crate::error::Cause;
@@ -108,10 +108,24 @@ fn object_meta(rt: &ResourceType, obj: &Value, out: &mut Vec<Cause>) {
         }
     }
     if let Some(finalizers) = meta.get("finalizers").and_then(Value::as_array) {
-        for (i, f) in finalizers.iter().enumerate() {
+        // apimachinery's ValidateFinalizers reports name errors at the list (no index)...
+        for f in finalizers {
             let f = f.as_str().unwrap_or_default();
             for msg in names::qualified_name_errors(f) {
-                out.push(err::invalid_str(&format!("metadata.finalizers[{i}]"), f, &msg));
+                out.push(err::invalid_str("metadata.finalizers", f, &msg));
+            }
+        }
+        // ...then core's ValidateObjectMeta (built-ins only) wants a standard or fully qualified name, by index.
+        if !rt.is_crd() {
+            for (i, f) in finalizers.iter().enumerate() {
+                let f = f.as_str().unwrap_or_default();
+                if !f.contains('/') && !["kubernetes", "orphan", "foregroundDeletion"].contains(&f) {
+                    out.push(err::invalid_str(
+                        &format!("metadata.finalizers[{i}]"),
+                        f,
+                        "name is neither a standard finalizer name nor is it fully qualified",
+                    ));
+                }
             }
         }
     }
@@ -245,10 +259,7 @@ fn workload_spec(obj: &Value, kind: &str, out: &mut Vec<Cause>) {
     {
         let empty = Map::new();
         if !parsed.matches(labels.and_then(Value::as_object).unwrap_or(&empty)) {
-            let repr = labels.and_then(Value::as_object).map_or("map[string]string(nil)".to_string(), |m| {
-                let parts: Vec<String> = m.iter().map(|(k, v)| format!("{}:{}", names::quote(k), go_repr(v))).collect();
-                format!("map[string]string{{{}}}", parts.join(", "))
-            });
+            let repr = labels.filter(|l| l.is_object()).map_or("null".to_string(), go_repr);
             out.push(err::invalid(
                 "spec.template.metadata.labels",
                 &repr,
@@ -603,22 +614,21 @@ fn service_update(obj: &Value, old: &Value, out: &mut Vec<Cause>) {
     if ty(obj) == "ExternalName" || ty(old) == "ExternalName" {
         return;
     }
-    let old_ip = str_at(old, "/spec/clusterIP");
+    let ips = |v: &Value| {
+        let list = v.pointer("/spec/clusterIPs").and_then(Value::as_array).cloned().unwrap_or_default();
+        let ip = str_at(v, "/spec/clusterIP");
+        if list.is_empty() && !ip.is_empty() { vec![json!(ip)] } else { list }
+    };
+    let old_ips = ips(old);
+    let mut new_ips = ips(obj);
+    // Upstream's normalizeClusterIPs runs first: a changed clusterIP with clusterIPs left as they were becomes
+    // clusterIPs[0]. Only clusterIPs is then checked (there is no separate clusterIP immutability error).
     let new_ip = str_at(obj, "/spec/clusterIP");
-    if !old_ip.is_empty() && new_ip != old_ip {
-        out.push(err::invalid_str("spec.clusterIP", new_ip, "field is immutable"));
+    if new_ip != str_at(old, "/spec/clusterIP") && new_ips == old_ips && !new_ip.is_empty() && !new_ips.is_empty() {
+        new_ips[0] = json!(new_ip);
     }
-    let old_ips = old.pointer("/spec/clusterIPs").and_then(Value::as_array);
-    let new_ips = obj.pointer("/spec/clusterIPs").and_then(Value::as_array);
-    if let Some(old_ips) = old_ips.filter(|a| !a.is_empty())
-        && new_ips.and_then(|a| a.first()) != old_ips.first()
-    {
-        let shown: Vec<String> = new_ips.into_iter().flatten().map(go_repr).collect();
-        out.push(err::invalid(
-            "spec.clusterIPs[0]",
-            &format!("[]string{{{}}}", shown.join(", ")),
-            "may not change once set",
-        ));
+    if !old_ips.is_empty() && new_ips.first() != old_ips.first() {
+        out.push(err::invalid_value("spec.clusterIPs[0]", &Value::Array(new_ips), "may not change once set"));
     }
 }
 
@@ -928,7 +938,7 @@ mod tests {
         assert_eq!(fields(&c), vec!["spec.template.metadata.labels"]);
         assert_eq!(
             c[0].message,
-            "Invalid value: map[string]string{\"app\":\"other\"}: `selector` does not match template `labels`"
+            "Invalid value: {\"app\":\"other\"}: `selector` does not match template `labels`"
         );
 
         let mut d = deploy();
@@ -1012,8 +1022,8 @@ mod tests {
         let old = svc(json!({"clusterIP": "10.96.0.9", "ports": [{"port": 80}]}));
         let new = svc(json!({"clusterIP": "10.96.0.10", "ports": [{"port": 80}]}));
         let c = validate(&t, &new, Some(&old));
-        assert_eq!(fields(&c), vec!["spec.clusterIP", "spec.clusterIPs[0]"]);
-        assert_eq!(c[1].message, "Invalid value: []string{\"10.96.0.10\"}: may not change once set");
+        assert_eq!(fields(&c), vec!["spec.clusterIPs[0]"]);
+        assert_eq!(c[0].message, "Invalid value: [\"10.96.0.10\"]: may not change once set");
         let mut omitted = svc(json!({"ports": [{"port": 81}]}));
         crate::builtin::prepare_for_update(&t, &mut omitted, &old);
         assert!(validate(&t, &omitted, Some(&old)).is_empty(), "an update without clusterIP keeps it");

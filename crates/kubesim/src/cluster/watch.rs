@@ -65,7 +65,8 @@ pub struct Watcher {
 }
 
 pub fn bookmark(rt: &ResourceRef, rv: u64, initial_events_end: bool) -> Value {
-    let mut meta = json!({"resourceVersion": rv.to_string(), "creationTimestamp": null});
+    // kube-apiserver 1.37 leaves the zero creationTimestamp out of a bookmark's metadata.
+    let mut meta = json!({"resourceVersion": rv.to_string()});
     if initial_events_end {
         meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
     }
@@ -93,7 +94,16 @@ impl Watcher {
             ChangeKind::Added if now => WatchEvent::Added(obj()),
             ChangeKind::Modified if now && before => WatchEvent::Modified(obj()),
             ChangeKind::Modified if now => WatchEvent::Added(obj()),
-            ChangeKind::Modified if before => WatchEvent::Deleted(obj()),
+            // Upstream's watch cache: an object leaving the selector is DELETED with its previous content
+            // (the one that matched) at the event's resourceVersion.
+            ChangeKind::Modified if before => {
+                let Some(old) = change.old.as_deref() else { return };
+                let mut prev = present(&self.rt, old);
+                if let Some(meta) = prev.get_mut("metadata").and_then(Value::as_object_mut) {
+                    meta.insert("resourceVersion".into(), Value::String(change.resource_version.to_string()));
+                }
+                WatchEvent::Deleted(prev)
+            }
             ChangeKind::Deleted if now => WatchEvent::Deleted(obj()),
             _ => return,
         };

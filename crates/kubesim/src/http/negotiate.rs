@@ -57,7 +57,7 @@ pub fn output(accept: Option<&str>) -> ApiResult<Output> {
     ))
 }
 
-fn media_type(content_type: Option<&str>) -> String {
+pub fn media_type(content_type: Option<&str>) -> String {
     content_type.unwrap_or_default().split(';').next().unwrap_or_default().trim().to_ascii_lowercase()
 }
 
@@ -84,6 +84,87 @@ pub fn decode_object(content_type: Option<&str>, body: &[u8], rt: &ResourceType)
         "application/yaml" | "application/x-yaml" | "text/yaml" => parse_yaml(body),
         crate::protobuf::CONTENT_TYPE => crate::protobuf::decode_body(body),
         other => Err(ApiError::unsupported_media_type(other)),
+    }
+}
+
+/// Dotted paths (`data`, `spec.ports[0].name`) of the object members a JSON body repeats: serde_json keeps the
+/// last one silently, upstream's strict decoder reports each as `duplicate field "path"`. A body that is not
+/// JSON yields none (its decoding reports the error).
+pub fn duplicate_fields(body: &[u8]) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let seed = DuplicateSeed { path: String::new(), found: &mut found };
+    if serde::de::DeserializeSeed::deserialize(seed, &mut de).is_err() {
+        return Vec::new();
+    }
+    found
+}
+
+/// Walks a JSON document without building it, noting repeated member names.
+struct DuplicateSeed<'a> {
+    path: String,
+    found: &'a mut Vec<String>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for DuplicateSeed<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for DuplicateSeed<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let DuplicateSeed { path, found } = self;
+        let mut i = 0;
+        while seq.next_element_seed(DuplicateSeed { path: format!("{path}[{i}]"), found: &mut *found })?.is_some() {
+            i += 1;
+        }
+        Ok(())
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let DuplicateSeed { path, found } = self;
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let child = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+            if !seen.insert(key) {
+                found.push(child.clone());
+            }
+            map.next_value_seed(DuplicateSeed { path: child, found: &mut *found })?;
+        }
+        Ok(())
     }
 }
 
@@ -117,7 +198,7 @@ pub fn decode_patch(content_type: Option<&str>, body: &[u8], rt: &ResourceType) 
             }
             Ok(PatchBody::Apply(v))
         }
-        other => Err(ApiError::unsupported_media_type(other)),
+        _ => Err(ApiError::unsupported_patch_type()),
     }
 }
 
@@ -133,6 +214,14 @@ pub fn partial_metadata(obj: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn duplicate_fields_are_found_with_their_path() {
+        let body = br#"{"metadata":{"name":"a","name":"b"},"data":{"x":"1"},"data":{"y":"2"},"l":[{"k":1,"k":2}]}"#;
+        assert_eq!(duplicate_fields(body), ["metadata.name", "data", "l[0].k"]);
+        assert!(duplicate_fields(br#"{"a":{"a":1}}"#).is_empty());
+        assert!(duplicate_fields(b"not json").is_empty());
+    }
 
     #[test]
     fn kubectl_get_asks_for_tables() {

@@ -6,11 +6,15 @@ use super::negotiate::{Output, partial_metadata};
 use crate::cluster::ObjectList;
 use crate::resources::ResourceType;
 
-fn list_meta(list: &ObjectList) -> Value {
+/// `unstructured`: the list is a custom resource's, served as upstream's UnstructuredList.
+fn list_meta(list: &ObjectList, unstructured: bool) -> Value {
     let mut m = Map::new();
     m.insert("resourceVersion".into(), json!(list.resource_version));
     if let Some(c) = &list.continue_token {
         m.insert("continue".into(), json!(c));
+    } else if unstructured {
+        // Custom resources are listed unstructured: upstream sets continue even when it is empty.
+        m.insert("continue".into(), json!(""));
     }
     if let Some(r) = list.remaining_item_count {
         m.insert("remainingItemCount".into(), json!(r));
@@ -21,7 +25,7 @@ fn list_meta(list: &ObjectList) -> Value {
 pub fn list(rt: &ResourceType, list: ObjectList, out: Output) -> Value {
     match out {
         Output::Json => {
-            let meta = list_meta(&list);
+            let meta = list_meta(&list, rt.is_crd());
             let mut items = list.items;
             // Typed lists of built-ins carry no apiVersion/kind per item (the list says it); custom resources,
             // served unstructured, keep them.
@@ -38,7 +42,7 @@ pub fn list(rt: &ResourceType, list: ObjectList, out: Output) -> Value {
         Output::Metadata => json!({
             "kind": "PartialObjectMetadataList",
             "apiVersion": "meta.k8s.io/v1",
-            "metadata": list_meta(&list),
+            "metadata": list_meta(&list, false),
             "items": list.items.iter().map(partial_metadata).collect::<Vec<_>>(),
         }),
         Output::Table => {

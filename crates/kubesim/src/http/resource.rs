@@ -19,10 +19,11 @@ use crate::cluster::{
     DeleteOptions, DeleteOutcome, FieldValidation, ListOptions, PropagationPolicy, Subresource, WatchEvent, WatchItem,
     WatchOptions, WriteOptions, WriteOutcome,
 };
-use crate::error::{ApiError, ApiResult};
+use crate::builtin::names::{err, quote};
+use crate::error::{ApiError, ApiResult, Cause};
 use crate::faults::FaultDecision;
 use crate::rbac::Attributes;
-use crate::resources::ResourceRef;
+use crate::resources::{ResourceRef, ResourceType};
 
 struct Params(Vec<(String, String)>);
 
@@ -153,14 +154,21 @@ fn manager_from_user_agent(headers: &HeaderMap) -> String {
     prefix.chars().take(128).collect()
 }
 
-fn write_options(q: &Params, headers: &HeaderMap, apply: bool) -> ApiResult<WriteOptions> {
+/// `options_kind` names the options type upstream validates (`CreateOptions`, `UpdateOptions`, `PatchOptions`):
+/// a bad value is a 422 about that type, with every bad option as a cause.
+fn write_options(q: &Params, headers: &HeaderMap, apply: bool, options_kind: &str) -> ApiResult<WriteOptions> {
+    let mut causes = Vec::new();
     let dry_run = match q.get("dryRun") {
         None | Some("") => false,
         Some("All") => true,
         Some(other) => {
-            return Err(ApiError::bad_request(format!(
-                "dryRun: Unsupported value: \"{other}\": supported values: \"All\""
-            )));
+            // dryRun is a []string upstream, printed as a list.
+            causes.push(Cause::new(
+                "FieldValueNotSupported",
+                format!("Unsupported value: [{}]: supported values: \"All\"", quote(other)),
+                "dryRun",
+            ));
+            false
         }
     };
     let field_validation = match q.get("fieldValidation") {
@@ -168,11 +176,17 @@ fn write_options(q: &Params, headers: &HeaderMap, apply: bool) -> ApiResult<Writ
         Some("Strict") => FieldValidation::Strict,
         Some("Ignore") => FieldValidation::Ignore,
         Some(other) => {
-            return Err(ApiError::bad_request(format!(
-                "fieldValidation: Unsupported value: \"{other}\": supported values: \"Ignore\", \"Strict\", \"Warn\""
-            )));
+            causes.push(err::not_supported(
+                "fieldValidation",
+                &Value::String(other.to_string()),
+                &["", "Ignore", "Strict", "Warn"],
+            ));
+            FieldValidation::Warn
         }
     };
+    if !causes.is_empty() {
+        return Err(ApiError::invalid_options(options_kind, causes));
+    }
     let field_manager = match q.get("fieldManager").filter(|m| !m.is_empty()) {
         Some(m) => Some(m.to_string()),
         // Apply requires an explicit manager; the cluster answers that with 422.
@@ -180,6 +194,19 @@ fn write_options(q: &Params, headers: &HeaderMap, apply: bool) -> ApiResult<Writ
         None => Some(manager_from_user_agent(headers)),
     };
     Ok(WriteOptions { dry_run, field_manager, field_validation, force: q.flag("force") })
+}
+
+/// fieldValidation=Strict refuses a JSON body that repeats a member, as upstream's strict decoder does
+/// (serde_json would silently keep the last one).
+fn refuse_duplicates(rt: &ResourceType, content_type: Option<&str>, body: &[u8], opts: &WriteOptions) -> ApiResult<()> {
+    if opts.field_validation != FieldValidation::Strict
+        || !matches!(negotiate::media_type(content_type).as_str(), "" | "application/json")
+    {
+        return Ok(());
+    }
+    let problems: Vec<String> =
+        negotiate::duplicate_fields(body).into_iter().map(|p| format!("duplicate field \"{p}\"")).collect();
+    if problems.is_empty() { Ok(()) } else { Err(crate::cluster::strict_decoding_error(rt, &problems)) }
 }
 
 fn list_options(q: &Params) -> ApiResult<ListOptions> {
@@ -265,14 +292,15 @@ async fn serve(
             if let Some(answer) = identity_create(state, user, &rt, path, &obj)? {
                 return Ok(json_response(201, &answer));
             }
-            let opts = write_options(&q, &headers, false)?;
+            let opts = write_options(&q, &headers, false, "CreateOptions")?;
+            refuse_duplicates(&rt, ct.as_deref(), &body, &opts)?;
             let out = cluster.create(&rt, ns, obj, &opts)?;
             Ok(write_response(&rt, out, 201, fmt))
         }
         "update" => {
             let ct = header_str(req.headers(), header::CONTENT_TYPE).map(String::from);
             let (headers, body) = read_body(req).await?;
-            let opts = write_options(&q, &headers, false)?;
+            let opts = write_options(&q, &headers, false, "UpdateOptions")?;
             if path.subresource.as_deref() == Some("finalize") {
                 cluster.finalize_namespace(name)?;
                 return cluster.get(&rt, None, name).map(|o| json_response(200, &o)).or_else(|e| {
@@ -287,6 +315,7 @@ async fn serve(
                 });
             }
             let obj = negotiate::decode_object(ct.as_deref(), &body, &rt)?;
+            refuse_duplicates(&rt, ct.as_deref(), &body, &opts)?;
             let out = cluster.update(&rt, ns, name, obj, subresource(path), &opts)?;
             Ok(write_response(&rt, out, 201, fmt))
         }
@@ -295,7 +324,7 @@ async fn serve(
             let (headers, body) = read_body(req).await?;
             let patch = negotiate::decode_patch(ct.as_deref(), &body, &rt)?;
             let apply = matches!(patch, crate::cluster::PatchBody::Apply(_));
-            let opts = write_options(&q, &headers, apply)?;
+            let opts = write_options(&q, &headers, apply, "PatchOptions")?;
             // An apply that creates the object needs create permission too, as upstream checks it.
             if apply && state.rbac && subresource(path) == Subresource::Main && cluster.get(&rt, ns, name).is_err() {
                 let create = Attributes::Resource {
@@ -394,9 +423,14 @@ fn delete_options(q: &Params, body: &[u8]) -> ApiResult<DeleteOptions> {
         Some("Foreground") => Some(PropagationPolicy::Foreground),
         Some("Orphan") => Some(PropagationPolicy::Orphan),
         Some(other) => {
-            return Err(ApiError::bad_request(format!(
-                "propagationPolicy: Unsupported value: \"{other}\": supported values: \"Foreground\", \"Background\", \"Orphan\""
-            )));
+            return Err(ApiError::invalid_options(
+                "DeleteOptions",
+                vec![err::not_supported(
+                    "propagationPolicy",
+                    &Value::String(other.to_string()),
+                    &["Foreground", "Background", "Orphan", "nil"],
+                )],
+            ));
         }
     };
     let orphan =

@@ -36,7 +36,7 @@ fn json_type_name(v: &Value) -> &'static str {
 
 /// What upstream answers for every operation that does not apply, including a failed `test`.
 fn not_applied() -> ApiError {
-    ApiError::new(422, "Invalid", "the server rejected our request due to an error in our request")
+    ApiError::generic(422, "Invalid", "the server rejected our request due to an error in our request")
 }
 
 /// Why one operation failed; only used to stop, upstream does not report the detail.
@@ -52,12 +52,7 @@ fn apply_op(doc: &mut Value, op: &Value) -> OpResult<()> {
     match kind {
         "add" => add(doc, &path, value()?),
         "remove" => remove(doc, &path).map(drop),
-        "replace" => {
-            let v = value()?;
-            let slot = get_mut(doc, &path).ok_or(OpFailed)?;
-            *slot = v;
-            Ok(())
-        }
+        "replace" => replace(doc, &path, value()?),
         "move" => {
             let from = parse_pointer(op.get("from").and_then(Value::as_str).ok_or(OpFailed)?)?;
             // A value cannot be moved into one of its own children.
@@ -120,6 +115,23 @@ fn get_mut<'a>(doc: &'a mut Value, path: &[String]) -> Option<&'a mut Value> {
         }
         _ => None,
     })
+}
+
+/// Upstream applies JSON patches with evanphx/json-patch v4, whose `replace` only checks that the parent exists
+/// when it is an object: a missing member is then set, as `add` would (arrays still need the index).
+fn replace(doc: &mut Value, path: &[String], v: Value) -> OpResult<()> {
+    if let Some(slot) = get_mut(doc, path) {
+        *slot = v;
+        return Ok(());
+    }
+    let (last, parent) = path.split_last().ok_or(OpFailed)?;
+    match get_mut(doc, parent) {
+        Some(Value::Object(m)) => {
+            m.insert(last.clone(), v);
+            Ok(())
+        }
+        _ => Err(OpFailed),
+    }
 }
 
 fn parent_exists(doc: &Value, path: &[String]) -> bool {
@@ -250,12 +262,20 @@ mod tests {
     }
 
     #[test]
+    fn replace_of_a_missing_member_sets_it() {
+        // As kube-apiserver's json-patch v4 does (recorded in the conformance corpus).
+        let out = apply(json!({"o": {"k": 1}}), json!([{"op": "replace", "path": "/o/nope", "value": 2}]));
+        assert_eq!(out.ok(), Some(json!({"o": {"k": 1, "nope": 2}})));
+    }
+
+    #[test]
     fn operations_that_do_not_apply_are_422() {
         let doc = json!({"a": [1], "o": {"k": 1}});
         let bad = [
             json!([{"op": "remove", "path": "/missing"}]),
             json!([{"op": "remove", "path": "/a/1"}]),
-            json!([{"op": "replace", "path": "/o/nope", "value": 1}]),
+            json!([{"op": "replace", "path": "/a/3", "value": 1}]),
+            json!([{"op": "replace", "path": "/x/y", "value": 1}]),
             json!([{"op": "add", "path": "/a/5", "value": 1}]),
             json!([{"op": "add", "path": "/a/01", "value": 1}]),
             json!([{"op": "add", "path": "/x/y", "value": 1}]),

@@ -15,15 +15,19 @@ const RETAIN_KEYS: &str = "$retainKeys";
 const SET_ELEMENT_ORDER: &str = "$setElementOrder/";
 const DELETE_FROM_PRIMITIVE_LIST: &str = "$deleteFromPrimitiveList/";
 
+/// The 415 of a strategic merge patch to a custom resource: its patch endpoint lists the types it accepts.
+pub fn custom_resource_unsupported() -> ApiError {
+    let mut err = ApiError::unsupported_media_type("application/strategic-merge-patch+json");
+    err.message = "the body of the request was in an unknown format - accepted media types include: \
+                   application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+        .to_string();
+    err
+}
+
 /// Applies a strategic merge patch to a built-in object.
 pub fn strategic_merge_patch(rt: &ResourceType, target: &Value, patch: &Value) -> ApiResult<Value> {
     if rt.is_crd() {
-        let mut err = ApiError::unsupported_media_type("application/strategic-merge-patch+json");
-        // The patch endpoint of a custom resource lists the patch types it does accept.
-        err.message = "the body of the request was in an unknown format - accepted media types include: \
-                       application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
-            .to_string();
-        return Err(err);
+        return Err(custom_resource_unsupported());
     }
     let Value::Object(patch) = patch else {
         return Err(ApiError::bad_request(format!(
@@ -65,7 +69,7 @@ fn merge_map(
         // Deletions (null) need not be retained.
         for (key, _) in patch.iter().filter(|(k, v)| !is_directive(k) && !v.is_null()) {
             if !retain.contains(&key.as_str()) {
-                return Err(ApiError::new(
+                return Err(ApiError::generic(
                     422,
                     "Invalid",
                     "the server rejected our request due to an error in our request",

@@ -187,7 +187,14 @@ pub(super) fn evaluate(rules: &[Rule], v: &Value, old: Option<&Value>, ty: &str,
             Some("FieldValueForbidden") => err::forbidden(&field, &detail),
             Some("FieldValueRequired") => err::required(&field, &detail),
             Some("FieldValueDuplicate") => err::duplicate(&field, &Value::String(ty.to_string())),
-            _ => err::invalid_str(&field, ty, &detail),
+            // kube-apiserver 1.37 prints the failing node's value when it is a scalar and leaves it out for an
+            // object (recorded; lists are assumed to follow objects).
+            _ => match v {
+                Value::Object(_) | Value::Array(_) => {
+                    Cause::new("FieldValueInvalid", format!("Invalid value: {detail}"), field)
+                }
+                scalar => err::invalid_value(&field, scalar, &detail),
+            },
         };
         out.push(cause);
     }
@@ -251,10 +258,10 @@ mod tests {
         assert_eq!(
             messages(&schema().validate(&obj)),
             [
-                "spec.tags: Invalid value: \"array\": failed rule: self.all(t, size(t) <= 5)",
-                "spec: Invalid value: \"object\": minReplicas must not exceed maxReplicas",
-                "spec.image: Invalid value: \"object\": bad image: UPPER",
-                ": Invalid value: \"object\": name must start with ms-",
+                "spec.tags: Invalid value: failed rule: self.all(t, size(t) <= 5)",
+                "spec: Invalid value: minReplicas must not exceed maxReplicas",
+                "spec.image: Invalid value: bad image: UPPER",
+                ": Invalid value: name must start with ms-",
             ]
         );
     }
