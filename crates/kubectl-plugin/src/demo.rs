@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use k8s_openapi::api::admissionregistration::v1::{ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Service};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -28,8 +29,10 @@ use crate::view::{
     Verdict, format_duration, live_line, next_step, parse_duration, transition_key, transition_line, verdict,
 };
 use crate::wait::Progress;
+use microservice_core::admission_policy::{self, BINDING_NAME};
 use microservice_core::crd::{ConditionStatus, ConditionType, Microservice};
 use microservice_core::desired::{HANDOVER_ANNOTATION, LABEL_INSTANCE, LABEL_NAME};
+use microservice_core::profile::PlatformProfile;
 use microservice_core::status::reasons;
 use microservice_operator::controller::{self, Config};
 use microservice_operator::metrics::Metrics;
@@ -92,7 +95,10 @@ pub struct Report {
     pub service_restored_in: Option<Duration>,
     /// Whether generation 2 was seen Progressing while generation 1's pods served.
     pub saw_old_generation_serving: bool,
-    /// The reason given for the image outside the allowed repository.
+    /// The API server's answer to `kubectl apply` of the image outside the allowed repository (the admission
+    /// policy's message).
+    pub admission_refusal: Option<String>,
+    /// The reason the operator gave for that image once the policy only warned.
     pub refusal_reason: Option<String>,
     pub kubeconfig: PathBuf,
 }
@@ -246,6 +252,25 @@ fn write_kubeconfig(dir: &Path, contents: &str) -> Result<PathBuf, DemoError> {
     Ok(path)
 }
 
+/// The bundle's ValidatingAdmissionPolicy and binding, generated from the profile the demo's operator runs with.
+async fn install_admission_policy(client: &Client) -> Result<(), DemoError> {
+    let profile = PlatformProfile::default();
+    let build = |e: serde_json::Error| DemoError::Setup { what: "build the admission policy", why: e.to_string() };
+    let policy: ValidatingAdmissionPolicy =
+        serde_json::from_value(admission_policy::policy(&profile)).map_err(build)?;
+    let binding: ValidatingAdmissionPolicyBinding =
+        serde_json::from_value(admission_policy::binding()).map_err(build)?;
+    Api::<ValidatingAdmissionPolicy>::all(client.clone())
+        .create(&PostParams::default(), &policy)
+        .await
+        .map_err(setup("install the admission policy"))?;
+    Api::<ValidatingAdmissionPolicyBinding>::all(client.clone())
+        .create(&PostParams::default(), &binding)
+        .await
+        .map_err(setup("bind the admission policy"))?;
+    Ok(())
+}
+
 fn setup(what: &'static str) -> impl FnOnce(kube::Error) -> DemoError {
     move |e| DemoError::Setup { what, why: e.to_string() }
 }
@@ -289,7 +314,11 @@ impl Demo {
             .create(&PostParams::default(), &namespace)
             .await
             .map_err(setup("create namespace todo"))?;
-        progress.note("installed the Microservice CRD and created namespace todo; the operator is running");
+        install_admission_policy(&client).await?;
+        progress.note(
+            "installed the Microservice CRD and its admission policy (deploy/admission-policy.yaml), created \
+             namespace todo; the operator is running",
+        );
         let operator = Some(Operator::start(client.clone()));
         let world = World::start(&client);
         Ok(Demo {
@@ -392,13 +421,26 @@ impl Demo {
     }
 
     async fn set_image(&self, name: &str, image: &str) -> Result<i64, DemoError> {
-        let patch = json!({ "spec": { "image": image } });
         let ms = self
-            .microservices()
-            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .try_set_image(name, image)
             .await
             .map_err(|e| self.fail(format!("cannot set spec.image of {name}: {e}")))?;
         ms.metadata.generation.ok_or_else(|| self.fail("the API server returned no generation"))
+    }
+
+    async fn try_set_image(&self, name: &str, image: &str) -> Result<Microservice, kube::Error> {
+        let patch = json!({ "spec": { "image": image } });
+        self.microservices().patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await
+    }
+
+    /// Sets the admission policy binding's validation actions (`Deny`, or `Warn` as a platform starts).
+    async fn bind_policy(&self, action: &str) -> Result<(), DemoError> {
+        let patch = json!({ "spec": { "validationActions": [action] } });
+        Api::<ValidatingAdmissionPolicyBinding>::all(self.client.clone())
+            .patch(BINDING_NAME, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|e| self.fail(format!("cannot set the admission policy binding to {action}: {e}")))?;
+        Ok(())
     }
 
     async fn walkthrough(&mut self) -> Result<Report, DemoError> {
@@ -488,9 +530,21 @@ impl Demo {
         self.say(&format!("generation {generation} is Ready: every replica runs {rolled}"));
         lap(&mut report, title);
 
-        // 4. An image the platform does not run.
+        // 4. An image the platform does not run: refused at apply by the admission policy; with the policy only
+        // warning (as a platform starts), accepted and refused by the operator, which stays the source of truth.
         let title = "ask for an image outside the allowed repository";
         self.begin(4, title);
+        match self.try_set_image(&name, FOREIGN_IMAGE).await {
+            Err(kube::Error::Api(refused)) if refused.code == 422 => {
+                self.say(&format!("spec.image = {FOREIGN_IMAGE} is refused by the API server at once (422), as kubectl apply would be:"));
+                self.say(&format!("  {}", refused.message));
+                report.admission_refusal = Some(refused.message.clone());
+            }
+            Err(e) => return Err(self.fail(format!("expected the admission policy's 422, got: {e}"))),
+            Ok(_) => return Err(self.fail(format!("the API server accepted {FOREIGN_IMAGE}: no admission policy"))),
+        }
+        self.bind_policy("Warn").await?;
+        self.say("with the policy binding set to validationActions [Warn], the API server accepts it with a warning:");
         let generation = self.set_image(&name, FOREIGN_IMAGE).await?;
         self.say(&format!("spec.image = {FOREIGN_IMAGE}  (generation {generation})"));
         let (reason, message) = self
@@ -516,6 +570,7 @@ impl Demo {
         }
         self.say(&format!("the Deployment is untouched and keeps serving {running}"));
         report.refusal_reason = Some(reason);
+        self.bind_policy("Deny").await?;
         let generation = self.set_image(&name, NEXT_IMAGE).await?;
         self.say(&format!("spec.image = {NEXT_IMAGE} again  (generation {generation})"));
         self.until_ready(&name, generation).await?;

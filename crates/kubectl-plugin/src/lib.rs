@@ -6,3 +6,4 @@ pub mod demo;
 pub mod status;
 pub mod view;
 pub mod wait;
+pub mod watchers;

@@ -8,7 +8,8 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use thiserror::Error;
 
-use crate::view::{ServiceView, render_json, render_table};
+use crate::view::{NOT_OBSERVED, ServiceView, render_json, render_table};
+use crate::watchers;
 use microservice_core::crd::Microservice;
 
 /// How to reach the cluster, as kubectl does: in-cluster, or a kubeconfig (KUBECONFIG or ~/.kube/config).
@@ -137,7 +138,23 @@ pub async fn query(client: &Client, scope: &Scope) -> Result<Vec<ServiceView>, Q
     };
     let mut views: Vec<ServiceView> = items.iter().map(ServiceView::of).collect();
     views.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    explain_unwatched(client, &mut views).await;
     Ok(views)
+}
+
+/// A Microservice no operator has acted on may sit in a namespace no installed operator watches: say so, and
+/// which namespaces they watch, instead of "check that the operator is running".
+async fn explain_unwatched(client: &Client, views: &mut [ServiceView]) {
+    let waiting = |v: &ServiceView| v.reason.as_deref() == Some(NOT_OBSERVED);
+    if !views.iter().any(waiting) {
+        return;
+    }
+    let Some(installed) = watchers::installed(client).await else { return };
+    for view in views.iter_mut().filter(|v| waiting(v)) {
+        if let Some(step) = watchers::unwatched_step(&view.namespace, &installed) {
+            view.next_step = Some(step);
+        }
+    }
 }
 
 pub async fn render(args: &StatusArgs) -> Result<String, QueryError> {

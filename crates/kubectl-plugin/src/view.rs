@@ -22,8 +22,8 @@ pub const NOT_OBSERVED: &str = "NotObserved";
 pub struct ServiceView {
     pub namespace: String,
     pub name: String,
-    /// The status phase, or `Unknown` before the operator wrote any.
-    pub phase: String,
+    /// The status phase; none (`-` in tables) before the operator wrote one.
+    pub phase: Option<String>,
     /// metadata.generation: the spec version asked for.
     pub generation: Option<i64>,
     /// status.observedGeneration: the newest spec version the operator acted on.
@@ -196,7 +196,7 @@ impl ServiceView {
         };
         let next = reason.as_deref().and_then(|r| next_step(r, &namespace, &name, message.as_deref().unwrap_or("")));
         ServiceView {
-            phase: status.phase.map_or_else(|| "Unknown".to_string(), |p| format!("{p:?}")),
+            phase: status.phase.map(|p| format!("{p:?}")),
             generation: ms.metadata.generation,
             observed_generation: status.observed_generation,
             ready_replicas: status.ready_replicas,
@@ -231,7 +231,7 @@ pub fn render_table(views: &[ServiceView], with_namespace: bool) -> String {
         .map(|v| {
             let mut row = vec![
                 v.name.clone(),
-                v.phase.clone(),
+                opt(v.phase.as_ref()),
                 opt(v.generation),
                 opt(v.observed_generation),
                 match (v.ready_replicas, v.desired_replicas) {
@@ -285,7 +285,7 @@ pub fn live_line(ms: Option<&Microservice>, deployment: Option<&Deployment>, ser
                 out,
                 "{}: {} gen {}/{} ready {}/{}",
                 v.name,
-                v.phase,
+                opt(v.phase.as_ref()),
                 opt(v.observed_generation),
                 opt(v.generation),
                 v.ready_replicas.unwrap_or(0),
@@ -366,7 +366,7 @@ pub fn transition_line(ms: &Microservice) -> String {
         Some(ConditionStatus::False) => " (not Accepted)",
         _ => "",
     };
-    let mut line = format!("{} generation {generation}: {}{accepted}", v.name, v.phase);
+    let mut line = format!("{} generation {generation}: {}{accepted}", v.name, opt(v.phase.as_ref()));
     match (&v.reason, &v.message) {
         (Some(reason), Some(message)) => {
             let _ = write!(line, ": {reason}: {message}");
@@ -609,7 +609,7 @@ mod tests {
         assert_eq!(items[0]["generation"], 4);
         assert_eq!(items[0]["desiredReplicas"], 2);
         assert!(items[0].get("reason").is_none());
-        assert_eq!(items[1]["phase"], "Unknown");
+        assert_eq!(items[1]["phase"], serde_json::Value::Null);
         assert_eq!(items[1]["reason"], NOT_OBSERVED);
         assert!(items[1]["nextStep"].as_str().unwrap().contains("operator"));
     }

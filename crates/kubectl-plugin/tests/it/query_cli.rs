@@ -128,6 +128,9 @@ async fn demo_walks_through_every_step_and_exits_0() {
     let report = demo::execute(args.clone()).await.unwrap();
     assert_eq!(report.steps.len(), 5, "{report:?}");
     assert!(report.service_restored_in.is_some());
+    let refused_at_apply = report.admission_refusal.as_deref().unwrap_or_default();
+    assert!(refused_at_apply.contains("ValidatingAdmissionPolicy"), "{refused_at_apply}");
+    assert!(refused_at_apply.contains("ImageNotAllowed"), "{refused_at_apply}");
     assert_eq!(report.refusal_reason.as_deref(), Some("ImageNotAllowed"));
     let kubeconfig = std::fs::read_to_string(dir.0.join("kubeconfig")).unwrap();
     // HTTPS with the emulator's CA, so kubectl sends the token; the context's namespace is the demo's.
@@ -189,8 +192,26 @@ async fn all_namespaces_lists_every_namespace_with_its_name() {
     assert_eq!(rows.len(), 2, "{table}");
     assert!(rows[0].starts_with("staging") && rows[1].starts_with("todo"), "sorted by namespace: {table}");
     // The operator watches only `todo`: the staging one is never reconciled, and says so.
-    assert!(rows[0].contains("Unknown"), "{table}");
+    assert!(rows[0].split_whitespace().nth(2) == Some("-"), "no phase was ever written: {table}");
     assert!(table.contains("why:  NotObserved"), "{table}");
+
+    // With the bundle's operator Deployment installed, status knows what it watches and names it.
+    let operator_ns: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": "microservice-operator"}})).unwrap();
+    Api::<Namespace>::all(cluster.backend.client()).create(&PostParams::default(), &operator_ns).await.unwrap();
+    let operator: Deployment = serde_saphyr::from_str(include_str!("../../../../deploy/deployment.yaml")).unwrap();
+    Api::<Deployment>::namespaced(cluster.backend.client(), "microservice-operator")
+        .create(&PostParams::default(), &operator)
+        .await
+        .unwrap();
+    let table = status::render(&args).await.unwrap();
+    assert!(
+        table.contains(
+            "no operator watches namespace staging (microservice-operator/microservice-operator watches namespace \
+             todo)"
+        ),
+        "{table}"
+    );
 }
 
 #[tokio::test]
