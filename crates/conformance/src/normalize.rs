@@ -21,6 +21,8 @@
 //!    → `<n>` (resourceVersions, as in 2 and 8).
 //! 10. Response headers other than Content-Type and Warning are not compared (Audit-Id, Date, priority-and-
 //!     fairness ids); the media type is compared without its parameters' spacing.
+//! 11. `managedFields` entries of `kube-controller-manager`'s status writes are dropped: whether the Deployment
+//!     controller wrote status before a step's answer is a matter of timing on either server, not of semantics.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -171,6 +173,11 @@ impl Normalizer {
         let keys: Vec<String> = m.keys().cloned().collect();
         for k in keys {
             let Some(mut v) = m.remove(&k) else { continue };
+            if k == "managedFields"
+                && let Value::Array(entries) = &mut v
+            {
+                entries.retain(|e| !is_controller_status_entry(e));
+            }
             let child_ctx = match k.as_str() {
                 "metadata" if is_list => Context::ListMeta,
                 "metadata" if is_bookmark => Context::BookmarkMeta,
@@ -207,6 +214,11 @@ enum Context {
     Status,
 }
 
+fn is_controller_status_entry(entry: &Value) -> bool {
+    entry.get("manager").and_then(Value::as_str) == Some("kube-controller-manager")
+        && entry.get("subresource").and_then(Value::as_str) == Some("status")
+}
+
 fn looks_like_ip(s: &str) -> bool {
     s.parse::<std::net::IpAddr>().is_ok()
 }
@@ -237,6 +249,24 @@ mod tests {
         assert_eq!(b["metadata"]["resourceVersion"], "<list-rv>");
         assert_eq!(b["metadata"]["continue"], "<continue>");
         assert_eq!(b["items"][0]["metadata"]["resourceVersion"], "<rv-1>");
+    }
+
+    #[test]
+    fn controller_status_writes_are_not_compared() {
+        let mut n = Normalizer::new();
+        let mut a = json!({"metadata": {"managedFields": [
+            {"manager": "alice", "operation": "Apply", "fieldsV1": {}},
+            {"manager": "kube-controller-manager", "operation": "Update", "subresource": "status", "fieldsV1": {}},
+            {"manager": "kube-controller-manager", "operation": "Update", "fieldsV1": {}},
+        ]}});
+        n.body(&mut a);
+        let managers: Vec<_> = a["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| (e["manager"].as_str().unwrap(), e.get("subresource").is_some()))
+            .collect();
+        assert_eq!(managers, [("alice", false), ("kube-controller-manager", false)]);
     }
 
     #[test]
