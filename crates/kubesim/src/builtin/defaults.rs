@@ -55,7 +55,35 @@ pub fn apply(rt: &ResourceType, obj: &mut Value) {
             }
         }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => crd(obj),
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            let spec = child_obj(obj, "spec");
+            set_str(spec, "failurePolicy", "Fail");
+            if let Some(constraints) = spec.get_mut("matchConstraints") {
+                match_resources(constraints);
+            }
+        }
+        // A binding's matchResources is defaulted only when given.
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            if let Some(resources) = obj.pointer_mut("/spec/matchResources") {
+                match_resources(resources);
+            }
+        }
         _ => {}
+    }
+}
+
+/// `SetDefaults_MatchResources` and the rules' `scope`, as admissionregistration/v1 defaults them.
+fn match_resources(resources: &mut Value) {
+    let Some(m) = resources.as_object_mut() else { return };
+    set_str(m, "matchPolicy", "Equivalent");
+    set_val(m, "namespaceSelector", json!({}));
+    set_val(m, "objectSelector", json!({}));
+    for key in ["resourceRules", "excludeResourceRules"] {
+        for rule in each_mut(resources, key) {
+            if let Some(r) = rule.as_object_mut() {
+                set_str(r, "scope", "*");
+            }
+        }
     }
 }
 

@@ -43,6 +43,8 @@ pub fn validate(rt: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Caus
         ("coordination.k8s.io", "Lease") => lease(obj, &mut out),
         ("events.k8s.io", "Event") => event_v1(obj, &mut out),
         ("", "Event") => event_core(obj, &mut out),
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => admission_policy(obj, &mut out),
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => admission_binding(obj, &mut out),
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
             out.extend(crate::schema::validate_crd(obj));
             if let Some(old) = old {
@@ -52,6 +54,33 @@ pub fn validate(rt: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Caus
         _ => {}
     }
     out
+}
+
+/// The required parts of a ValidatingAdmissionPolicy (the CEL is compiled, and its errors reported, at admission).
+fn admission_policy(obj: &Value, out: &mut Vec<Cause>) {
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    if spec.get("matchConstraints").is_none_or(Value::is_null) {
+        out.push(err::required("spec.matchConstraints", ""));
+    }
+    let validations = spec.get("validations").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+    let audits = spec.get("auditAnnotations").and_then(Value::as_array).map_or(0, Vec::len);
+    if validations.is_empty() && audits == 0 {
+        out.push(err::required("spec.validations", "validations or auditAnnotations must contain at least one item"));
+    }
+    for (i, validation) in validations.iter().enumerate() {
+        if str_at(validation, "/expression").is_empty() {
+            out.push(err::required(&format!("spec.validations[{i}].expression"), "expression is not specified"));
+        }
+    }
+}
+
+fn admission_binding(obj: &Value, out: &mut Vec<Cause>) {
+    if str_at(obj, "/spec/policyName").is_empty() {
+        out.push(err::required("spec.policyName", ""));
+    }
+    if obj.pointer("/spec/validationActions").and_then(Value::as_array).is_none_or(Vec::is_empty) {
+        out.push(err::required("spec.validationActions", ""));
+    }
 }
 
 fn str_at<'a>(v: &'a Value, ptr: &str) -> &'a str {

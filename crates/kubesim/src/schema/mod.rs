@@ -301,6 +301,24 @@ impl CompiledSchema {
             validate_node(obj, old, &self.root, "", &mut out);
             return out;
         };
+        self.validate_schema(m, old, &mut out);
+        if self.root.has_rules() {
+            if out.iter().any(blocks_cel) {
+                out.push(Cause::new(
+                    "FieldValueInvalid",
+                    "Invalid value: null: some validation rules were not checked because the object was invalid; \
+                     correct the existing errors to complete validation",
+                    "<nil>",
+                ));
+            } else {
+                cel_node(obj, old, &self.root, "", true, &mut out);
+            }
+        }
+        out
+    }
+
+    /// The OpenAPI pass: types, formats, bounds, required fields, list types.
+    fn validate_schema(&self, m: &Map<String, Value>, old: Option<&Value>, out: &mut Vec<Cause>) {
         for key in &self.root.required {
             if matches!(key.as_str(), "apiVersion" | "kind" | "metadata") {
                 continue;
@@ -314,11 +332,9 @@ impl CompiledSchema {
                 continue;
             }
             if let Some(s) = self.root.property(k) {
-                validate_node(v, old.and_then(|o| o.get(k)), s, k, &mut out);
+                validate_node(v, old.and_then(|o| o.get(k)), s, k, out);
             }
         }
-        cel::evaluate(&self.root.rules, obj, old, "object", "", &mut out);
-        out
     }
 }
 
@@ -583,8 +599,61 @@ fn validate_node(v: &Value, old: Option<&Value>, s: &Node, path: &str, out: &mut
         _ => {}
     }
     combinators(v, s, path, out);
+}
+
+/// The second pass, as upstream's CEL validator walks the structural schema: a node's
+/// `x-kubernetes-validations` rules, then its children's. `old` correlates as in [`validate_node`].
+fn cel_node(v: &Value, old: Option<&Value>, s: &Node, path: &str, root: bool, out: &mut Vec<Cause>) {
+    if v.is_null() {
+        return;
+    }
     let ty = if s.int_or_string { "" } else { s.ty.as_deref().unwrap_or_default() };
-    cel::evaluate(&s.rules, v, old, ty, path, out);
+    cel::evaluate(&s.rules, v, old, if root { "object" } else { ty }, path, out);
+    match v {
+        Value::Array(items) => {
+            if let Some(item_schema) = &s.items {
+                let old_items = old.and_then(Value::as_array).filter(|_| s.list_type.as_deref() == Some("map"));
+                for (i, item) in items.iter().enumerate() {
+                    let old_item = old_items.and_then(|o| o.iter().find(|x| map_key(x, s) == map_key(item, s)));
+                    cel_node(item, old_item, item_schema, &format!("{path}[{i}]"), false, out);
+                }
+            }
+        }
+        Value::Object(m) => {
+            for (k, val) in m {
+                if (root || s.embedded) && matches!(k.as_str(), "apiVersion" | "kind" | "metadata") {
+                    continue;
+                }
+                if let Some(sub) = s.property(k) {
+                    cel_node(val, old.and_then(|o| o.get(k)), sub, &child(path, k), false, out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+impl Node {
+    /// Whether any node has `x-kubernetes-validations` (upstream builds a CEL validator only then).
+    fn has_rules(&self) -> bool {
+        !self.rules.is_empty()
+            || self.properties.values().any(Node::has_rules)
+            || self.items.as_ref().is_some_and(|i| i.has_rules())
+            || matches!(&self.additional, Additional::Schema(Some(a)) if a.has_rules())
+    }
+}
+
+/// OpenAPI errors after which upstream does not evaluate the CEL rules (`hasBlockingErr`): the object's shape is
+/// not what the rules were written for.
+fn blocks_cel(cause: &Cause) -> bool {
+    matches!(
+        cause.reason.as_str(),
+        "FieldValueNotSupported"
+            | "FieldValueRequired"
+            | "FieldValueTooLong"
+            | "FieldValueTooMany"
+            | "FieldValueTypeInvalid"
+    )
 }
 
 fn combinators(v: &Value, s: &Node, path: &str, out: &mut Vec<Cause>) {
