@@ -31,7 +31,7 @@ use microservice_core::status::{compute_status, reasons, status_events};
 
 /// Progress-only status changes (replica counts and messages, the same phase and condition reasons) are written at
 /// most this often per Microservice; a change of phase or condition (Ready above all) is written at once.
-pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
 /// `namespace/name`, the key of logs and backoff.
 pub fn key(ms: &Microservice) -> String {
@@ -471,6 +471,7 @@ async fn write_status(
             return Err(Error::api(format!("update the status of Microservice {key}"), e));
         }
     };
+    tracing::debug!(phase = ?new.phase, previous = ?previous.phase, summary = ?new.replicas_summary, "status written");
     ctx.written.record(&key, written.metadata.resource_version.as_deref().unwrap_or_default(), new);
     ctx.metrics.wrote("microservices/status", "patch");
     Ok(Written::Yes)

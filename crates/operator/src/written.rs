@@ -28,7 +28,7 @@ pub struct WrittenStatuses {
 }
 
 /// How long a time of last write is kept: longer than any spacing asked of [`WrittenStatuses::since_last_write`].
-const REMEMBER_WRITES: Duration = Duration::from_secs(5);
+const REMEMBER_WRITES: Duration = Duration::from_secs(10);
 
 impl WrittenStatuses {
     /// The status and resourceVersion this replica wrote, when the cache (at `cached_version`) has not shown it yet.
