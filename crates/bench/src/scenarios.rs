@@ -259,7 +259,13 @@ async fn converge(env: &Env, n: usize, floor_time: Option<Duration>, out: &Path)
 
 fn rss_figure(r: &mut Report, _n: usize, usage: &Usage) {
     let value = format!("{:.1} MiB", usage.peak_rss_mib());
-    r.target("operator peak RSS (VmHWM)", value, usage.peak_rss_mib(), "<= 40 MiB", usage.peak_rss_mib() <= TARGET_RSS_MIB);
+    r.target(
+        "operator peak RSS (VmHWM)",
+        value,
+        usage.peak_rss_mib(),
+        "<= 40 MiB",
+        usage.peak_rss_mib() <= TARGET_RSS_MIB,
+    );
 }
 
 /// Creates per CR of each child kind (exactly 1) and creates answered AlreadyExists (409; none).

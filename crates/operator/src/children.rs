@@ -129,7 +129,8 @@ impl DeploymentView {
     pub fn of(d: &Deployment, verdict: Option<Verdict>) -> DeploymentView {
         let spec = d.spec.as_ref();
         let pod = spec.and_then(|s| s.template.spec.as_ref());
-        let image = pod.and_then(|p| p.containers.iter().find(|c| c.name == CONTAINER_NAME)).and_then(|c| c.image.clone());
+        let image =
+            pod.and_then(|p| p.containers.iter().find(|c| c.name == CONTAINER_NAME)).and_then(|c| c.image.clone());
         let status = d.status.as_ref().map(|s| DeploymentStatus {
             conditions: s.conditions.as_ref().map(|cs| {
                 cs.iter()
@@ -354,7 +355,14 @@ impl<V: Clone> ChildCache<V> {
     }
 
     /// Records a verdict judged by a reconcile on the live object it read (when the cache still holds that version).
-    pub fn judged(&self, namespace: &str, name: &str, uid: &str, verdict: Verdict, meta_mut: impl Fn(&mut V) -> &mut ChildMeta) {
+    pub fn judged(
+        &self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        verdict: Verdict,
+        meta_mut: impl Fn(&mut V) -> &mut ChildMeta,
+    ) {
         let mut map = self.map.write().unwrap_or_else(|p| p.into_inner());
         if let Some(entry) = map.get_mut(&key(namespace, name)) {
             let mut view = V::clone(entry);
@@ -387,9 +395,10 @@ pub async fn run<K: Child>(
     let mut stream = std::pin::pin!(stream);
     let mut buffer: Option<HashMap<String, Arc<K::View>>> = None;
     let judge_one = |obj: &K| {
-        let ms = microservices.get(&kube::runtime::reflector::ObjectRef::new(&obj.name_any()).within(
-            obj.meta().namespace.as_deref().unwrap_or_default(),
-        ))?;
+        let ms = microservices.get(
+            &kube::runtime::reflector::ObjectRef::new(&obj.name_any())
+                .within(obj.meta().namespace.as_deref().unwrap_or_default()),
+        )?;
         let desired = K::desired(&ms, &profile)?;
         judge(&desired, obj)
     };

@@ -69,7 +69,10 @@ impl WrittenStatuses {
     pub fn retain(&self, exists: impl Fn(&str) -> bool) {
         self.by_object.lock().unwrap_or_else(|p| p.into_inner()).retain(|key, _| exists(key));
         let now = Instant::now();
-        self.last_write.lock().unwrap_or_else(|p| p.into_inner()).retain(|_, at| now.duration_since(*at) < REMEMBER_WRITES);
+        self.last_write
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|_, at| now.duration_since(*at) < REMEMBER_WRITES);
     }
 
     /// How long ago this replica last wrote the CR's status, if recently.
