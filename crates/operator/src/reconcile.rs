@@ -31,7 +31,9 @@ use microservice_core::status::{compute_status, reasons, status_events};
 
 /// Progress-only status changes (replica counts and messages, the same phase and condition reasons) are written at
 /// most this often per Microservice; a change of phase or condition (Ready above all) is written at once.
-pub const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+/// Zero (every change written) for now: with 5 s the chaos suite left some Microservices Progressing after their
+/// rollout completed (not yet understood), so the spacing is off until that is found.
+pub const PROGRESS_EVERY: Duration = Duration::ZERO;
 
 /// `namespace/name`, the key of logs and backoff.
 pub fn key(ms: &Microservice) -> String {
