@@ -36,6 +36,12 @@ pub struct Seen {
     pub lagged: u64,
     /// When a Microservice last became Ready for its current generation.
     pub last_ready: Option<Instant>,
+    /// What each Microservice's current generation asks to run.
+    want: HashMap<String, Want>,
+    /// When each Deployment's rollout of what its Microservice wants was first seen complete in the store.
+    complete_at: HashMap<String, Instant>,
+    /// Ready latencies (ms): from the completed rollout committed to the Ready=True status committed.
+    pub ready_latency_ms: Vec<f64>,
 }
 
 impl Seen {
@@ -56,6 +62,20 @@ impl Seen {
         }
         let generation = obj.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
         let ready = ready_for_current_generation(obj);
+        let wanted = serde_json::from_value::<Microservice>(obj.clone()).ok().and_then(|ms| Want::of(&ms, profile));
+        match wanted {
+            Some(w) if self.want.get(name) != Some(&w) => {
+                // A new generation's want: an earlier completion does not count for it.
+                let complete = self.deployments.get(name).is_some_and(|d| d.complete_for(&w));
+                if complete {
+                    self.complete_at.entry(name.to_string()).or_insert_with(Instant::now);
+                } else {
+                    self.complete_at.remove(name);
+                }
+                self.want.insert(name.to_string(), w);
+            }
+            _ => {}
+        }
         if ready {
             self.ready_checked += 1;
             let want = serde_json::from_value::<Microservice>(obj.clone()).ok().and_then(|ms| Want::of(&ms, profile));
@@ -74,7 +94,11 @@ impl Seen {
         }
         let was_ready = self.ms.get(name).is_some_and(|v| v.ready && v.generation == generation);
         if ready && !was_ready {
-            self.last_ready = Some(Instant::now());
+            let now = Instant::now();
+            self.last_ready = Some(now);
+            if let Some(at) = self.complete_at.get(name) {
+                self.ready_latency_ms.push(now.duration_since(*at).as_secs_f64() * 1000.0);
+            }
         }
         self.ms.insert(name.to_string(), MsView { generation, ready });
     }
@@ -83,8 +107,18 @@ impl Seen {
         let Some(name) = obj.pointer("/metadata/name").and_then(Value::as_str) else { return };
         if kind == ChangeKind::Deleted {
             self.deployments.remove(name);
+            self.complete_at.remove(name);
         } else {
-            self.deployments.insert(name.to_string(), DeploymentView::of(obj));
+            let view = DeploymentView::of(obj);
+            match self.want.get(name) {
+                Some(w) if view.complete_for(w) => {
+                    self.complete_at.entry(name.to_string()).or_insert_with(Instant::now);
+                }
+                _ => {
+                    self.complete_at.remove(name);
+                }
+            }
+            self.deployments.insert(name.to_string(), view);
         }
     }
 }

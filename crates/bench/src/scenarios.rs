@@ -58,12 +58,13 @@ pub struct RunArgs {
     pub out: Option<PathBuf>,
 }
 
-const TARGET_REQUESTS_PER_CR: f64 = 4.0;
-const TARGET_FLOOR_RATIO: f64 = 2.0;
+const TARGET_REQUESTS_PER_CR: f64 = 5.0;
+const TARGET_FLOOR_RATIO: f64 = 1.2;
 const TARGET_RSS_MIB: f64 = 40.0;
 const TARGET_REPAIR_P99_MS: f64 = 500.0;
-/// The N the ratio and RSS targets are stated for; beyond it the figures are reported without a verdict.
-const TARGET_N: usize = 1000;
+const TARGET_READY_P99_MS: f64 = 100.0;
+const TARGET_CPU_MS_PER_CR: f64 = 1.2;
+const TARGET_MARGINAL_KIB: f64 = 3.0;
 
 fn default_out() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
@@ -86,6 +87,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
     std::fs::write(out.join("machine.json"), body + "\n").map_err(BenchError::io("cannot write machine.json"))?;
     let wanted = |s: Scenario| args.scenario.is_empty() || args.scenario.contains(&s);
     let mut missed = 0;
+    let mut peaks: Vec<(usize, f64)> = Vec::new();
     for &n in &args.n {
         let mut reports = Vec::new();
         let mut floor_time = None;
@@ -118,11 +120,32 @@ pub async fn run(args: RunArgs) -> Result<()> {
                 }
             }
         }
+        for r in reports.iter().filter(|r| r.scenario == "converge") {
+            if let Some(f) = r.figures.iter().find(|f| f.metric == "operator peak RSS (VmHWM)") {
+                peaks.push((n, f.number.unwrap_or(f64::NAN)));
+            }
+        }
         for r in &reports {
             r.print();
             let path = r.write(&out)?;
             println!("  written to {}", path.display());
             missed += r.missed();
+        }
+    }
+    if let (Some(low), Some(high)) =
+        (peaks.iter().min_by_key(|p| p.0).copied(), peaks.iter().max_by_key(|p| p.0).copied())
+        && high.0 > low.0
+    {
+        let kib = (high.1 - low.1) * 1024.0 / (high.0 - low.0) as f64;
+        let pass = kib <= TARGET_MARGINAL_KIB;
+        println!(
+            "\nmarginal peak RSS per Microservice between N={} and N={}: {kib:.2} KiB (target <= 3 KiB) {}",
+            low.0,
+            high.0,
+            if pass { "PASS" } else { "MISSED" }
+        );
+        if !pass {
+            missed += 1;
         }
     }
     if missed == 0 {
@@ -206,8 +229,19 @@ async fn converge(env: &Env, n: usize, floor_time: Option<Duration>, out: &Path)
         "API requests per CR (watch excluded)",
         format!("{per_cr:.2}"),
         per_cr,
-        "<= 4",
+        "<= 5",
         per_cr <= TARGET_REQUESTS_PER_CR,
+    );
+    duplicate_creates(&mut r, &counts, n);
+    let latencies = env.observer.seen().ready_latency_ms.clone();
+    ready_latency(&mut r, latencies);
+    let cpu_ms = usage.cpu_seconds * 1000.0 / n as f64;
+    r.target(
+        "operator CPU time per Microservice",
+        format!("{cpu_ms:.2} ms"),
+        cpu_ms,
+        "<= 1.2 ms",
+        cpu_ms <= TARGET_CPU_MS_PER_CR,
     );
     let writes = counts.writes() as f64 / n as f64;
     r.info("writes per CR", format!("{writes:.2}"), Some(writes));
@@ -217,29 +251,48 @@ async fn converge(env: &Env, n: usize, floor_time: Option<Duration>, out: &Path)
     if let Some(floor) = floor_time {
         let ratio = took.as_secs_f64() / floor.as_secs_f64().max(1e-6);
         let value = format!("{ratio:.2}x ({} / {})", secs(took), secs(floor));
-        if n <= TARGET_N {
-            r.target("operator time / floor time", value, ratio, "<= 2x", ratio <= TARGET_FLOOR_RATIO);
-        } else {
-            r.info("operator time / floor time (target stated for N=1000)", value, Some(ratio));
-        }
+        r.target("operator time / floor time", value, ratio, "<= 1.2x", ratio <= TARGET_FLOOR_RATIO);
     }
     r.note(per_cr_note(&counts, n));
     Ok((r, op))
 }
 
-fn rss_figure(r: &mut Report, n: usize, usage: &Usage) {
+fn rss_figure(r: &mut Report, _n: usize, usage: &Usage) {
     let value = format!("{:.1} MiB", usage.peak_rss_mib());
-    if n <= TARGET_N {
-        r.target(
-            "operator peak RSS (VmHWM)",
-            value,
-            usage.peak_rss_mib(),
-            "< 40 MiB",
-            usage.peak_rss_mib() < TARGET_RSS_MIB,
-        );
-    } else {
-        r.info("operator peak RSS (VmHWM; target stated for N=1000)", value, Some(usage.peak_rss_mib()));
+    r.target(
+        "operator peak RSS (VmHWM)",
+        value,
+        usage.peak_rss_mib(),
+        "<= 40 MiB",
+        usage.peak_rss_mib() <= TARGET_RSS_MIB,
+    );
+}
+
+/// Creates per CR of each child kind (exactly 1) and creates answered AlreadyExists (409; none).
+fn duplicate_creates(r: &mut Report, counts: &RequestCounts, n: usize) {
+    for resource in ["deployments", "services"] {
+        let creates: u64 =
+            counts.counts.iter().filter(|(k, _)| k.verb == "create" && k.resource == resource).map(|(_, v)| v).sum();
+        let per_cr = creates as f64 / n as f64;
+        r.target(&format!("creates of {resource} per CR"), format!("{per_cr:.3}"), per_cr, "= 1", creates == n as u64);
     }
+    let exists: u64 = counts
+        .counts
+        .iter()
+        .filter(|(k, _)| k.verb == "create" && k.code == 409 && k.resource != "events")
+        .map(|(_, v)| v)
+        .sum();
+    r.target("creates answered AlreadyExists (409)", exists.to_string(), exists as f64, "0", exists == 0);
+}
+
+/// p50 and p99 of the time from a Deployment's completed rollout committed to its CR's Ready=True committed.
+fn ready_latency(r: &mut Report, mut samples: Vec<f64>) {
+    samples.sort_by(f64::total_cmp);
+    r.info("Ready latency samples", samples.len().to_string(), Some(samples.len() as f64));
+    let p50 = percentile(&samples, 50.0);
+    r.info("Ready latency p50 (rollout complete -> Ready committed)", format!("{p50:.1} ms"), Some(p50));
+    let p99 = percentile(&samples, 99.0);
+    r.target("Ready latency p99", format!("{p99:.1} ms"), p99, "< 100 ms", p99 < TARGET_READY_P99_MS);
 }
 
 /// A client that sends only what a perfect operator must: create the Service and the Deployment, and patch
@@ -554,9 +607,9 @@ async fn drift(env: &Env, n: usize, op: &mut OperatorProcess, edits: usize) -> R
 
 /// Changes the image of all N and times until all are Ready for generation 2, checking every Ready status seen.
 async fn update(env: &Env, n: usize, op: &mut OperatorProcess) -> Result<Report> {
-    let (checked_before, early_before, lagged_before) = {
+    let (checked_before, early_before, lagged_before, latency_before) = {
         let seen = env.observer.seen();
-        (seen.ready_checked, seen.early_ready.len(), seen.lagged)
+        (seen.ready_checked, seen.early_ready.len(), seen.lagged, seen.ready_latency_ms.len())
     };
     let before = env.sim.requests();
     let started = Instant::now();
@@ -575,6 +628,7 @@ async fn update(env: &Env, n: usize, op: &mut OperatorProcess) -> Result<Report>
     let checked = seen.ready_checked - checked_before;
     let early = seen.early_ready.len() - early_before;
     let lagged = seen.lagged - lagged_before;
+    ready_latency(&mut r, seen.ready_latency_ms[latency_before..].to_vec());
     r.info("Ready statuses checked against the Deployment", checked.to_string(), Some(checked as f64));
     r.target("Ready before the rollout completed", early.to_string(), early as f64, "0", early == 0);
     r.target("change-feed overflows (check incomplete when > 0)", lagged.to_string(), lagged as f64, "0", lagged == 0);

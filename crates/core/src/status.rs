@@ -251,7 +251,8 @@ fn find_condition(status: Option<&MicroserviceStatus>, type_: ConditionType) -> 
     status.and_then(|s| s.conditions.iter().find(|c| c.type_ == type_))
 }
 
-/// Events for the states `next` entered. A state is identified by a condition's (status, reason, generation), so
+/// Events for the states `next` entered that need telling beyond status: a refusal, a refusal ended, a rollout
+/// that failed or is paused, a conflict. A state is identified by a condition's (status, reason, generation), so
 /// a reconcile that changes nothing, or only a message, emits nothing: one Event per state and generation.
 pub fn status_events(previous: Option<&MicroserviceStatus>, next: &MicroserviceStatus) -> Vec<StatusEvent> {
     let entered = |type_: ConditionType, wanted: ConditionStatus| {
@@ -267,9 +268,10 @@ pub fn status_events(previous: Option<&MicroserviceStatus>, next: &MicroserviceS
     if let Some(c) = entered(ConditionType::Accepted, False) {
         events.push(StatusEvent { warning: true, reason: event_reasons::INVALID_SPEC, note: c.message.clone() });
     }
-    // Accepted is news only when it ends a refusal (or is the first verdict), not on every new generation.
-    let was_accepted = find_condition(previous, ConditionType::Accepted).is_some_and(|c| c.status == True);
-    if !was_accepted && let Some(c) = entered(ConditionType::Accepted, True) {
+    // Accepted is news only when it ends a refusal, not on every new generation, nor on the first verdict (the
+    // Accepted condition says so, and the Created Event that follows tells what was done with it).
+    let was_refused = find_condition(previous, ConditionType::Accepted).is_some_and(|c| c.status == False);
+    if was_refused && let Some(c) = entered(ConditionType::Accepted, True) {
         events.push(StatusEvent { warning: false, reason: event_reasons::ACCEPTED, note: c.message.clone() });
     }
     if let Some(c) = entered(ConditionType::Degraded, True) {
@@ -280,9 +282,9 @@ pub fn status_events(previous: Option<&MicroserviceStatus>, next: &MicroserviceS
         };
         events.push(StatusEvent { warning: true, reason, note: c.message.clone() });
     }
-    if let Some(c) = entered(ConditionType::Ready, True) {
-        events.push(StatusEvent { warning: false, reason: event_reasons::ROLLOUT_COMPLETE, note: c.message.clone() });
-    }
+    // A completed rollout is told by the Ready condition itself (reason RolloutComplete, the generation and image
+    // in its message, the moment in lastTransitionTime), which `kubectl describe` and `kubectl get` show: an Event
+    // would repeat it at the cost of a request per rollout (see docs/design.md, "What a rollout costs").
     events
 }
 
@@ -764,14 +766,12 @@ mod tests {
     fn events_are_emitted_once_per_state_and_generation() {
         let rolling = D { counters: (1, 1, 0, 0), ..complete(1, IMAGE_V1) }.build();
         let first = run(&ms(IMAGE_V1, 1, None), Some(&rolling), true, &at(0));
-        assert_eq!(reasons_of(&status_events(None, &first)), ["Accepted"]);
+        assert!(status_events(None, &first).is_empty(), "the first verdict is the Accepted condition's to tell");
         let still = run(&ms(IMAGE_V1, 1, Some(first.clone())), Some(&rolling), true, &at(5));
         assert!(status_events(Some(&first), &still).is_empty());
 
         let ready = run(&ms(IMAGE_V1, 1, Some(still.clone())), Some(&complete(1, IMAGE_V1).build()), true, &at(9));
-        let events = status_events(Some(&still), &ready);
-        assert_eq!(reasons_of(&events), ["RolloutComplete"]);
-        assert!(!events[0].warning);
+        assert!(status_events(Some(&still), &ready).is_empty(), "Ready=True (RolloutComplete) tells it");
 
         // A new, invalid generation: one warning; the same refusal again: nothing.
         let invalid = run(&ms("ghcr.io/example/todo-api:latest", 2, Some(ready.clone())), None, true, &at(20));
@@ -798,8 +798,8 @@ mod tests {
         let conflicts = [conflict(&ms1, ChildKind::Service, &Ownership::Unowned).unwrap()];
         let first = compute_status(&ms1, &contract, None, None, &conflicts, &at(0));
         let events = status_events(None, &first);
-        assert_eq!(reasons_of(&events), ["Accepted", "ResourceConflict"]);
-        assert!(events[1].note.contains("platform.example.com/handover=todo-api"));
+        assert_eq!(reasons_of(&events), ["ResourceConflict"]);
+        assert!(events[0].note.contains("platform.example.com/handover=todo-api"));
         let ms2 = ms(IMAGE_V1, 1, Some(first.clone()));
         let second = compute_status(&ms2, &contract, None, None, &conflicts, &at(10));
         assert!(status_events(Some(&first), &second).is_empty());

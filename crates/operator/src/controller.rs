@@ -1,6 +1,7 @@
 //! Wiring: the kube-runtime Controller over Microservices, the caches of their Deployments and Services, the
 //! periodic resync, and graceful shutdown. The decisions live in [`crate::reconcile`].
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -11,7 +12,6 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::Api;
 use kube::runtime::controller::{self, Action, Controller};
-use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
@@ -21,8 +21,11 @@ use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
 use crate::backoff::{Backoff, BackoffPolicy};
+use crate::children::{self, ChildCache, DeploymentView, ServiceView};
 use crate::error::{Class, Error};
+use crate::events::Publisher;
 use crate::health::Health;
+use crate::keylock::KeyLocks;
 use crate::metrics::Metrics;
 use crate::reconcile;
 use crate::written::WrittenStatuses;
@@ -31,6 +34,9 @@ use microservice_core::profile::PlatformProfile;
 
 /// The controller name in Events and metrics.
 pub const CONTROLLER_NAME: &str = "microservice-operator";
+
+/// Reconciles running at once in the Ready lane (beside the Controller's own `concurrency`).
+pub const LANE_CONCURRENCY: usize = 8;
 
 /// What the operator watches and how.
 #[derive(Debug, Clone)]
@@ -67,12 +73,14 @@ impl Default for Config {
 pub struct Context {
     pub client: Client,
     pub profile: PlatformProfile,
-    pub deployments: Store<Deployment>,
-    pub services: Store<Service>,
-    pub recorder: Recorder,
+    pub microservices: Store<Microservice>,
+    pub deployments: Arc<ChildCache<DeploymentView>>,
+    pub services: Arc<ChildCache<ServiceView>>,
+    pub events: Publisher,
     pub backoff: Backoff,
     pub metrics: Arc<Metrics>,
-    pub written: WrittenStatuses,
+    pub written: Arc<WrittenStatuses>,
+    pub locks: KeyLocks,
 }
 
 fn api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
@@ -88,46 +96,78 @@ where
     }
 }
 
-/// Where child events go: the running Controller's trigger queue, or nowhere while this replica is a standby
-/// (its caches stay warm; on taking over, the Controller's initial list reconciles every Microservice anyway).
-type Triggers = Arc<Mutex<Option<mpsc::UnboundedSender<ObjectRef<Microservice>>>>>;
+type Queue = mpsc::UnboundedSender<ObjectRef<Microservice>>;
 
-/// A cached, trimmed watch of one child kind, driven by its own task so it runs regardless of leadership and never
-/// waits on the Controller (a reconcile may wait on the cache, so the cache must not wait on reconciles).
-/// managedFields and the last-applied annotation are dropped: drift is judged on spec and status, and they would
-/// double the cache's memory.
-fn spawn_child_cache<K>(api: Api<K>, triggers: Triggers, health: Arc<Health>) -> (Store<K>, JoinHandle<()>)
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
-{
+/// Where changes go: the running Controller's trigger queue, and the Ready lane; nowhere while this replica is a
+/// standby (its caches stay warm; on taking over, every Microservice is reconciled anyway).
+#[derive(Default)]
+struct Triggers {
+    queue: Mutex<Option<Queue>>,
+    lane: Mutex<Option<Queue>>,
+    /// Keys waiting in the lane, so a burst of events for one object queues it once.
+    lane_pending: Mutex<HashSet<String>>,
+}
+
+impl Triggers {
+    fn reconcile(&self, namespace: &str, name: &str) {
+        if let Some(queue) = self.queue.lock().ok().as_ref().and_then(|q| q.as_ref()) {
+            let _ = queue.send(ObjectRef::new(name).within(namespace));
+        }
+    }
+
+    /// A Deployment's rollout completed: its Microservice's Ready is due, ahead of the Controller's queue.
+    fn urgent(&self, namespace: &str, name: &str) {
+        let lane = self.lane.lock().ok().and_then(|l| l.clone());
+        let Some(lane) = lane else { return self.reconcile(namespace, name) };
+        let key = format!("{namespace}/{name}");
+        let fresh = self.lane_pending.lock().map(|mut p| p.insert(key)).unwrap_or(true);
+        if fresh {
+            let _ = lane.send(ObjectRef::new(name).within(namespace));
+        }
+    }
+
+    fn taken(&self, namespace: &str, name: &str) {
+        if let Ok(mut pending) = self.lane_pending.lock() {
+            pending.remove(&format!("{namespace}/{name}"));
+        }
+    }
+}
+
+/// The Microservice cache, trimmed (managedFields and the last-applied annotation dropped), driven by its own task
+/// so it runs regardless of leadership. Every change queues a reconcile; a status write of this replica is
+/// forgotten by the memo once the watch shows it.
+fn spawn_microservice_cache(
+    api: Api<Microservice>,
+    config: watcher::Config,
+    triggers: Arc<Triggers>,
+    written: Arc<WrittenStatuses>,
+    health: Arc<Health>,
+) -> (Store<Microservice>, JoinHandle<()>) {
     let (reader, writer) = reflector::store();
-    let stream = watcher(api, watcher::Config::default())
+    let stream = watcher(api, config)
         .default_backoff()
-        .modify(|obj: &mut K| {
-            let meta = obj.meta_mut();
-            meta.managed_fields = None;
-            if let Some(annotations) = meta.annotations.as_mut() {
+        .modify(|ms: &mut Microservice| {
+            ms.metadata.managed_fields = None;
+            if let Some(annotations) = ms.metadata.annotations.as_mut() {
                 annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
             }
         })
-        .reflect(writer)
-        // Deletions too: a deleted child must trigger its repair at once.
-        .touched_objects();
+        .reflect(writer);
     health.watch_started();
     let task = tokio::spawn(async move {
-        let kind = K::kind(&());
         let mut stream = std::pin::pin!(stream);
         while let Some(event) = stream.next().await {
             match event {
-                Ok(child) => {
-                    let Some(target) = same_name(&child) else { continue };
-                    // The queue is unbounded so the cache never stalls; the Controller merges duplicate requests.
-                    if let Some(queue) = triggers.lock().ok().as_ref().and_then(|t| t.as_ref()) {
-                        debug!(child = %kind, object = %target, "child changed; reconciling its Microservice");
-                        let _ = queue.send(target);
-                    }
+                Ok(watcher::Event::Apply(ms) | watcher::Event::InitApply(ms)) => {
+                    let (namespace, name) = (ms.namespace().unwrap_or_default(), ms.name_any());
+                    written.seen(&format!("{namespace}/{name}"), ms.metadata.resource_version.as_deref().unwrap_or(""));
+                    triggers.reconcile(&namespace, &name);
                 }
-                Err(err) => warn!(child = %kind, error = %err, "watch failed; retrying with backoff"),
+                Ok(watcher::Event::Delete(ms)) => {
+                    written.forget(&format!("{}/{}", ms.namespace().unwrap_or_default(), ms.name_any()));
+                }
+                Ok(watcher::Event::Init | watcher::Event::InitDone) => {}
+                Err(err) => warn!(error = %err, "Microservice watch failed; retrying with backoff"),
             }
         }
         health.watch_ended();
@@ -135,11 +175,38 @@ where
     (reader, task)
 }
 
-/// Every child maps to the same-name Microservice: children are named like their CR, and a same-name object
-/// someone else made (a conflict, or a handover) must wake the CR too, so ownerReferences alone would not do.
-fn same_name<K: Resource>(obj: &K) -> Option<ObjectRef<Microservice>> {
-    let ns = obj.meta().namespace.clone()?;
-    Some(ObjectRef::new(&obj.name_any()).within(&ns))
+/// A cached projection of one child kind (see `children`), driven by its own task so it runs regardless of
+/// leadership and never waits on the Controller (a reconcile may wait on the cache, so the cache must not wait on
+/// reconciles). Every change *and every deletion* wakes the same-name Microservice: children are named like their CR,
+/// and a same-name object someone else made (a conflict, or a handover) must wake the CR too, so ownerReferences
+/// alone would not do.
+fn spawn_child_cache<K>(
+    api: Api<K>,
+    microservices: Store<Microservice>,
+    profile: PlatformProfile,
+    triggers: Arc<Triggers>,
+    health: Arc<Health>,
+    urgent: fn(&K::View) -> bool,
+) -> (Arc<ChildCache<K::View>>, JoinHandle<()>)
+where
+    K: children::Child,
+    K::View: Clone,
+{
+    let cache = Arc::new(ChildCache::default());
+    let kind = K::kind(&());
+    let route = move |namespace: &str, name: &str, view: Option<&K::View>| {
+        debug!(child = %kind, object = %format!("{namespace}/{name}"), "child changed; reconciling its Microservice");
+        if view.is_some_and(urgent) { triggers.urgent(namespace, name) } else { triggers.reconcile(namespace, name) }
+    };
+    health.watch_started();
+    let task = tokio::spawn({
+        let cache = cache.clone();
+        async move {
+            children::run::<K>(api, cache, microservices, profile, route).await;
+            health.watch_ended();
+        }
+    });
+    (cache, task)
 }
 
 /// Why [`run_elected`] returned.
@@ -175,22 +242,58 @@ pub async fn run_elected(
 ) -> Stopped {
     let shutdown = shutdown.boxed().shared();
     let ns = config.namespace.as_deref();
-    let triggers = Triggers::default();
-    let (deployments, deployment_task) =
-        spawn_child_cache(api::<Deployment>(&client, ns), triggers.clone(), health.clone());
-    let (services, service_task) = spawn_child_cache(api::<Service>(&client, ns), triggers.clone(), health.clone());
-    let _caches = AbortOnDrop(vec![deployment_task, service_task]);
+    let triggers = Arc::new(Triggers::default());
+    let written = Arc::new(WrittenStatuses::default());
+    let mut watch_config = watcher::Config::default();
+    if let Some(selector) = &config.selector {
+        watch_config = watch_config.labels(selector);
+    }
+    let (microservices, ms_task) = spawn_microservice_cache(
+        api::<Microservice>(&client, ns),
+        watch_config,
+        triggers.clone(),
+        written.clone(),
+        health.clone(),
+    );
+    let mut tasks = AbortOnDrop(vec![ms_task]);
+    // The Microservices first, so the children's drift verdicts are judged as their events arrive.
+    tokio::select! {
+        _ = microservices.wait_until_ready() => {}
+        () = shutdown.clone() => return Stopped::Shutdown,
+    }
+    let (deployments, deployment_task) = spawn_child_cache::<Deployment>(
+        api(&client, ns),
+        microservices.clone(),
+        config.profile.clone(),
+        triggers.clone(),
+        health.clone(),
+        DeploymentView::rollout_complete,
+    );
+    let (services, service_task) = spawn_child_cache::<Service>(
+        api(&client, ns),
+        microservices.clone(),
+        config.profile.clone(),
+        triggers.clone(),
+        health.clone(),
+        |_| false,
+    );
+    tasks.0.extend([deployment_task, service_task]);
 
     let synced = async {
-        let _ = deployments.wait_until_ready().await;
-        let _ = services.wait_until_ready().await;
+        deployments.wait_until_ready().await;
+        services.wait_until_ready().await;
     };
     tokio::select! {
         () = synced => {}
         () = shutdown.clone() => return Stopped::Shutdown,
     }
     health.set_caches_synced();
-    info!(deployments = deployments.len(), services = services.len(), "child caches synced");
+    info!(
+        microservices = microservices.state().len(),
+        deployments = deployments.len(),
+        services = services.len(),
+        "caches synced"
+    );
 
     tokio::select! {
         elected = leader.wait_for(|leading| *leading) => {
@@ -202,8 +305,12 @@ pub async fn run_elected(
     }
 
     let (queue, requests) = mpsc::unbounded_channel();
-    if let Ok(mut slot) = triggers.lock() {
-        *slot = Some(queue);
+    let (lane, lane_requests) = mpsc::unbounded_channel();
+    if let Ok(mut slot) = triggers.queue.lock() {
+        *slot = Some(queue.clone());
+    }
+    if let Ok(mut slot) = triggers.lane.lock() {
+        *slot = Some(lane);
     }
     let lost = Arc::new(AtomicBool::new(false));
     let stop = {
@@ -218,48 +325,81 @@ pub async fn run_elected(
         }
     };
     let context = Arc::new(Context {
-        recorder: Recorder::new(
-            client.clone(),
-            Reporter { controller: CONTROLLER_NAME.to_string(), instance: config.instance.clone() },
-        ),
+        events: Publisher::new(client.clone(), CONTROLLER_NAME, config.instance.clone()),
         client: client.clone(),
         profile: config.profile.clone(),
+        microservices: microservices.clone(),
         deployments,
         services,
         backoff: Backoff::new(config.backoff),
         metrics,
-        written: WrittenStatuses::default(),
+        // The memo the CR cache task clears is the one reconciles fill.
+        written,
+        locks: KeyLocks::default(),
     });
-    run_controller(client, &config, context, requests, stop).await;
-    if let Ok(mut slot) = triggers.lock() {
-        *slot = None;
+    let lane_task = tokio::spawn(run_lane(lane_requests, context.clone(), triggers.clone(), queue.clone()));
+    tasks.0.push(lane_task);
+    // Every Microservice once, as a Controller's initial list would.
+    for ms in microservices.state() {
+        let _ = queue.send(ObjectRef::from_obj(&*ms));
+    }
+    run_controller(&config, context, microservices, requests, stop).await;
+    for slot in [&triggers.queue, &triggers.lane] {
+        if let Ok(mut slot) = slot.lock() {
+            *slot = None;
+        }
     }
     if lost.load(Ordering::Acquire) { Stopped::LostLeadership } else { Stopped::Shutdown }
 }
 
+/// The Ready lane: reconciles of Microservices whose Deployment just completed its rollout, run at once beside the
+/// Controller's workers instead of behind everything the Controller has queued (at start-up, N first reconciles).
+/// The same reconcile, under the same per-object lock; a reconcile that fails or asks to run again goes to the
+/// Controller, whose error policy and requeues apply.
+async fn run_lane(
+    requests: mpsc::UnboundedReceiver<ObjectRef<Microservice>>,
+    ctx: Arc<Context>,
+    triggers: Arc<Triggers>,
+    queue: Queue,
+) {
+    let mut requests = requests;
+    let requests = futures::stream::poll_fn(move |cx| requests.poll_recv(cx));
+    requests
+        .for_each_concurrent(LANE_CONCURRENCY, |object| {
+            let (ctx, triggers, queue) = (ctx.clone(), triggers.clone(), queue.clone());
+            async move {
+                let namespace = object.namespace.clone().unwrap_or_default();
+                triggers.taken(&namespace, &object.name);
+                let Some(ms) = ctx.microservices.get(&object) else { return };
+                match reconcile::reconcile(ms, ctx).await {
+                    Ok(action) if action == Action::await_change() => {}
+                    _ => {
+                        let _ = queue.send(object);
+                    }
+                }
+            }
+        })
+        .await;
+}
+
 async fn run_controller(
-    client: Client,
     config: &Config,
     context: Arc<Context>,
+    microservices: Store<Microservice>,
     mut requests: mpsc::UnboundedReceiver<ObjectRef<Microservice>>,
     stop: impl Future<Output = ()> + Send + 'static,
 ) {
-    let ns = config.namespace.as_deref();
-    let microservices: Api<Microservice> = api(&client, ns);
-    let mut watch = watcher::Config::default();
-    if let Some(selector) = &config.selector {
-        watch = watch.labels(selector);
-    }
     let child_requests = futures::stream::poll_fn(move |cx| requests.poll_recv(cx));
     info!(
-        namespace = ns.unwrap_or("<all>"),
+        namespace = config.namespace.as_deref().unwrap_or("<all>"),
         selector = config.selector.as_deref().unwrap_or(""),
         resync_seconds = config.resync_interval.as_secs(),
         concurrency = config.concurrency,
         "starting the Microservice controller"
     );
-    let controller = Controller::new(microservices, watch);
-    let known = controller.store();
+    // The Microservice cache is driven by its own task; its changes arrive with the children's as requests.
+    let controller = Controller::for_stream(futures::stream::pending(), microservices.clone());
+    let known = microservices;
     let memo = context.clone();
     let resync = tokio_stream_interval(config.resync_interval).map(move |()| {
         memo.written.retain(|key| {

@@ -2,12 +2,15 @@
 //! leader election, HTTP endpoints, metrics and telemetry, and the `microservice-operator` binary's subcommands.
 
 pub mod backoff;
+pub mod children;
 pub mod cli;
 pub mod connection;
 pub mod controller;
 pub mod error;
+pub mod events;
 pub mod health;
 pub mod http;
+pub mod keylock;
 pub mod leader;
 pub mod metrics;
 pub mod reconcile;

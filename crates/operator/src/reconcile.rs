@@ -1,23 +1,20 @@
 //! One reconcile of one Microservice: a thin layer of I/O around the pure functions (contract, desired state,
 //! ownership, drift, status). Reads come from the controller's caches; writes happen only when something differs.
 
-use std::fmt::Debug;
 use std::sync::Arc;
+use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event, EventType};
-use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tracing::{info, instrument};
 
+use crate::children::{Child, ChildCache, DeploymentView, digest_of, exact, judge_values};
 use crate::controller::Context;
 use crate::error::{Error, Result};
+use crate::events::{Event, EventType};
 use crate::metrics::ChildLabels;
 use microservice_core::contract::{self, Contract};
 use microservice_core::crd::{
@@ -25,12 +22,18 @@ use microservice_core::crd::{
     Phase,
 };
 use microservice_core::desired::{HANDOVER_ANNOTATION, MANAGER, desired_deployment, desired_service};
-use microservice_core::drift::{self, Exact};
+use microservice_core::drift;
 use microservice_core::ownership::{
     ChildKind, Conflict, Ownership, conflict, handover_cleanup_patch, ownership, ownership_upgrade_patch,
     selector_conflict,
 };
 use microservice_core::status::{compute_status, reasons, status_events};
+
+/// Progress-only status changes (replica counts and messages, the same phase and condition reasons) are written at
+/// most this often per Microservice; a change of phase or condition (Ready above all) is written at once.
+/// Zero (every change written) for now: with 5 s the chaos suite left some Microservices Progressing after their
+/// rollout completed (not yet understood), so the spacing is off until that is found.
+pub const PROGRESS_EVERY: Duration = Duration::ZERO;
 
 /// `namespace/name`, the key of logs and backoff.
 pub fn key(ms: &Microservice) -> String {
@@ -39,12 +42,25 @@ pub fn key(ms: &Microservice) -> String {
 
 #[instrument(skip_all, fields(object = %key(&ms), generation = ms.metadata.generation.unwrap_or_default()))]
 pub async fn reconcile(ms: Arc<Microservice>, ctx: Arc<Context>) -> Result<Action> {
+    let key = key(&ms);
+    // One reconcile of an object at a time, whether the Controller or the Ready lane runs it.
+    let _held = ctx.locks.lock(&key).await;
+    // The CR as the server holds it after this replica's own last status write, if the cache lags behind it.
+    let ms = match ctx.written.overlay(&key, ms.metadata.resource_version.as_deref().unwrap_or_default()) {
+        Some((version, status)) => {
+            let mut current = Microservice::clone(&ms);
+            current.metadata.resource_version = Some(version);
+            current.status = Some(status);
+            Arc::new(current)
+        }
+        None => ms,
+    };
     let _worker = ctx.metrics.worker_started();
     let started = std::time::Instant::now();
     let outcome = match converge(&ms, &ctx).await {
-        Ok(()) => {
-            ctx.backoff.succeeded(&key(&ms));
-            Ok(Action::await_change())
+        Ok(action) => {
+            ctx.backoff.succeeded(&key);
+            Ok(action)
         }
         Err(err) if err.is_temporary() => Err(err),
         // Permanent: say so in status (once) so the user sees it; the error policy then waits for a change.
@@ -60,11 +76,11 @@ pub async fn reconcile(ms: Arc<Microservice>, ctx: Arc<Context>) -> Result<Actio
     outcome
 }
 
-async fn converge(ms: &Microservice, ctx: &Context) -> Result<()> {
+async fn converge(ms: &Microservice, ctx: &Context) -> Result<Action> {
     if ms.metadata.deletion_timestamp.is_some() {
         // Being deleted (e.g. `--cascade=orphan` waits on the orphan finalizer while the garbage collector strips
         // ownerReferences): writing children now would re-attach them to an owner about to vanish.
-        return Ok(());
+        return Ok(Action::await_change());
     }
     let namespace = ms.namespace().ok_or(Error::MissingMetadata("namespace"))?;
     let name = ms.metadata.name.clone().ok_or(Error::MissingMetadata("name"))?;
@@ -81,12 +97,16 @@ async fn converge(ms: &Microservice, ctx: &Context) -> Result<()> {
                 keep_last_accepted(ms, ctx, last, &namespace, &name, &previous).await?;
             }
             let new = compute_status(ms, &contract, None, None, &[], &now);
-            if write_status(ms, ctx, &previous, &new).await? {
-                let reason = violations.first().map_or(reasons::INVALID_SPEC, |v| v.reason.as_str());
-                info!(reason, "spec refused by the platform contract: {}", contract::summarize(violations));
-                emit_status_events(ms, ctx, &previous, &new).await;
-            }
-            return Ok(());
+            return match write_status(ms, ctx, &previous, &new).await? {
+                Written::Yes => {
+                    let reason = violations.first().map_or(reasons::INVALID_SPEC, |v| v.reason.as_str());
+                    info!(reason, "spec refused by the platform contract: {}", contract::summarize(violations));
+                    emit_status_events(ms, ctx, &previous, &new).await;
+                    Ok(Action::await_change())
+                }
+                Written::No => Ok(Action::await_change()),
+                Written::Later(after) => Ok(Action::requeue(after)),
+            };
         }
     };
 
@@ -94,9 +114,9 @@ async fn converge(ms: &Microservice, ctx: &Context) -> Result<()> {
     let children = async {
         let deployment = converge_deployment(ms, ctx, valid, &namespace, &name, &previous, &mut report).await?;
         let desired = desired_service(ms, &ctx.profile)?;
-        let live = cached(&ctx.services, &namespace, &name);
-        let service = converge_child(ms, ctx, ChildKind::Service, desired, live, &previous, &mut report).await?;
-        Ok::<_, Error>((deployment, service))
+        let live = ctx.services.get(&namespace, &name);
+        let service = converge_child(ms, ctx, &ctx.services, desired, live, &previous, &mut report).await?;
+        Ok::<_, Error>((deployment.map(|d| d.to_deployment()), service.map(|s| s.to_service())))
     }
     .await;
     // What was done is told even when a later step failed.
@@ -105,10 +125,14 @@ async fn converge(ms: &Microservice, ctx: &Context) -> Result<()> {
     let (deployment, service) = children?;
 
     let new = compute_status(ms, &contract, deployment.as_ref(), service.as_ref(), &conflicts, &now);
-    if write_status(ms, ctx, &previous, &new).await? {
-        emit_status_events(ms, ctx, &previous, &new).await;
+    match write_status(ms, ctx, &previous, &new).await? {
+        Written::Yes => {
+            emit_status_events(ms, ctx, &previous, &new).await;
+            Ok(Action::await_change())
+        }
+        Written::No => Ok(Action::await_change()),
+        Written::Later(after) => Ok(Action::requeue(after)),
     }
-    Ok(())
 }
 
 /// Converges the children to the last accepted generation's contract (while the current one is refused).
@@ -135,8 +159,8 @@ async fn keep_last_accepted(
     let children = async {
         converge_deployment(&accepted, ctx, &contract, namespace, name, &acted, &mut report).await?;
         let desired = desired_service(&accepted, &ctx.profile)?;
-        let live = cached(&ctx.services, namespace, name);
-        converge_child(&accepted, ctx, ChildKind::Service, desired, live, &acted, &mut report).await?;
+        let live = ctx.services.get(namespace, name);
+        converge_child(&accepted, ctx, &ctx.services, desired, live, &acted, &mut report).await?;
         Ok::<_, Error>(())
     }
     .await;
@@ -144,7 +168,7 @@ async fn keep_last_accepted(
     children
 }
 
-/// One Event per state the status entered (see `status::status_events`).
+/// One Event per state the status entered that status alone does not tell (see `status::status_events`).
 async fn emit_status_events(ms: &Microservice, ctx: &Context, previous: &MicroserviceStatus, new: &MicroserviceStatus) {
     for event in status_events(Some(previous), new) {
         let type_ = if event.warning { EventType::Warning } else { EventType::Normal };
@@ -153,9 +177,7 @@ async fn emit_status_events(ms: &Microservice, ctx: &Context, previous: &Microse
 }
 
 /// What a reconcile found (children it may not write) and did to its children. What it did is told at the end as
-/// one Event per reason naming every child concerned: kube's Recorder folds Events with the same reason and action
-/// into one series whatever their notes say, so a separate "Created" for the Service would only bump the
-/// Deployment's count and its note would be lost.
+/// one Event per reason naming every child concerned (one "Created" for the Deployment and the Service).
 #[derive(Default)]
 struct Report {
     conflicts: Vec<Conflict>,
@@ -184,13 +206,6 @@ impl Report {
     }
 }
 
-fn cached<K>(store: &Store<K>, namespace: &str, name: &str) -> Option<Arc<K>>
-where
-    K: Resource<DynamicType = ()> + Clone + 'static,
-{
-    store.get(&ObjectRef::new(name).within(namespace))
-}
-
 async fn converge_deployment(
     ms: &Microservice,
     ctx: &Context,
@@ -199,19 +214,21 @@ async fn converge_deployment(
     name: &str,
     previous: &MicroserviceStatus,
     report: &mut Report,
-) -> Result<Option<Deployment>> {
+) -> Result<Option<Arc<DeploymentView>>> {
     let desired = desired_deployment(ms, contract, &ctx.profile)?;
-    let live = cached(&ctx.deployments, namespace, name);
+    let live = ctx.deployments.get(namespace, name);
     // A selector is immutable: a Deployment selecting other pods can never become ours, handed over or not.
-    if let Some(live) = &live
-        && matches!(ownership(ms, Some(&live.metadata)), Ownership::Owned | Ownership::HandedOver)
-        && let Some(problem) = selector_conflict(ms, &desired, live)
-    {
-        info!(child = "Deployment", "cannot adopt: {}", problem.message);
-        report.conflicts.push(problem);
-        return Ok(None);
+    if let Some(live) = &live {
+        let meta = live.meta.object_meta();
+        if matches!(ownership(ms, Some(&meta)), Ownership::Owned | Ownership::HandedOver)
+            && let Some(problem) = selector_conflict(ms, &desired, &live.to_deployment())
+        {
+            info!(child = "Deployment", "cannot adopt: {}", problem.message);
+            report.conflicts.push(problem);
+            return Ok(None);
+        }
     }
-    converge_child(ms, ctx, ChildKind::Deployment, desired, live, previous, report).await
+    converge_child(ms, ctx, &ctx.deployments, desired, live, previous, report).await
 }
 
 /// Creates, repairs, adopts or leaves alone one child. Returns the child as last seen (None when it belongs to
@@ -219,24 +236,24 @@ async fn converge_deployment(
 async fn converge_child<K>(
     ms: &Microservice,
     ctx: &Context,
-    kind: ChildKind,
+    cache: &ChildCache<K::View>,
     desired: K,
-    live: Option<Arc<K>>,
+    live: Option<Arc<K::View>>,
     previous: &MicroserviceStatus,
     report: &mut Report,
-) -> Result<Option<K>>
+) -> Result<Option<Arc<K::View>>>
 where
-    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
-        + Clone
-        + Serialize
-        + DeserializeOwned
-        + Debug,
+    K: Child,
+    K::View: Clone,
 {
+    let kind = K::KIND;
     let name = desired.name_any();
-    let api: Api<K> = Api::namespaced(ctx.client.clone(), &ms.namespace().unwrap_or_default());
+    let namespace = ms.namespace().unwrap_or_default();
+    let api: Api<K> = Api::namespaced(ctx.client.clone(), &namespace);
     // Acted on this generation before: a missing or drifted child now is a repair, not a rollout.
     let acted_before = previous.observed_generation.is_some() && previous.observed_generation == ms.metadata.generation;
-    let verdict = ownership(ms, live.as_deref().map(|l| l.meta()));
+    let live_meta = live.as_deref().map(|l| K::view_meta(l).object_meta());
+    let verdict = ownership(ms, live_meta.as_ref());
     if let Some(problem) = conflict(ms, kind, &verdict) {
         report.conflicts.push(problem);
         return Ok(None);
@@ -255,26 +272,35 @@ where
         };
         info!(child = kind.as_str(), "{note}");
         report.did(reason, kind, note);
-        return Ok(Some(created));
+        return Ok(Some(remember(cache, &desired, &created)));
     };
 
     if verdict == Ownership::HandedOver {
         // Take every managed field, whoever held it, and become the controller; then drop the handover note.
-        write(ctx, &api, &name, &desired, kind).await?;
+        write(ctx, &api, &name, &desired, kind, None).await?;
         let adopted = remove_handover_annotation(ctx, &api, &name, kind).await?;
         ctx.metrics.adoptions_total.get_or_create(&ChildLabels { kind: kind.as_str() }).inc();
         let note = format!("adopted {kind} {name}, handed over with {HANDOVER_ANNOTATION}");
         info!(child = kind.as_str(), "{note}");
         report.did("Adopted", kind, note);
-        return Ok(Some(adopted));
+        return Ok(Some(remember(cache, &desired, &adopted)));
     }
 
-    let (desired_value, live_value) = (to_value(&desired)?, to_value(live.as_ref())?);
-    let mut changed = drift::differs(&desired_value, &live_value);
-    changed.extend(drift::extras(exact(kind), &desired_value, &live_value).into_iter().map(|e| e.path));
-    let mut current = K::clone(&live);
+    // The cached verdict holds when it was judged against this very desired object; else judge the live object.
+    let digest = digest_of(&desired);
+    let (changed, fetched) = match K::view_meta(&live).verdict.as_ref().filter(|v| v.desired_digest == digest) {
+        Some(v) => (v.changed.clone(), None),
+        None => {
+            let full = api.get(&name).await.map_err(|e| Error::api(format!("read {kind} {name}"), e))?;
+            let judged = judge_values::<K>(&digest, &to_value(&desired)?, &to_value(&full)?);
+            cache.judged(&namespace, &name, &K::view_meta(&live).uid, judged.clone(), K::view_meta_mut);
+            (judged.changed, Some(full))
+        }
+    };
+    let mut current = live;
     if !changed.is_empty() {
-        current = write(ctx, &api, &name, &desired, kind).await?;
+        let written = write(ctx, &api, &name, &desired, kind, fetched).await?;
+        current = remember(cache, &desired, &written);
         if acted_before {
             ctx.metrics.drift_repairs_total.get_or_create(&ChildLabels { kind: kind.as_str() }).inc();
         }
@@ -287,34 +313,41 @@ where
         info!(child = kind.as_str(), fields = %fields, "{note}");
         report.did(reason, kind, note);
     }
-    if has_handover_annotation(&current) {
+    if K::view_meta(&current).handover.is_some() {
         // Left over from an adoption whose second step failed.
-        current = remove_handover_annotation(ctx, &api, &name, kind).await?;
+        let cleaned = remove_handover_annotation(ctx, &api, &name, kind).await?;
+        current = remember(cache, &desired, &cleaned);
     }
     Ok(Some(current))
 }
 
-fn has_handover_annotation<K: Resource>(obj: &K) -> bool {
-    obj.meta().annotations.as_ref().is_some_and(|a| a.contains_key(HANDOVER_ANNOTATION))
+/// Puts what a write answered into the cache (with its verdict), so a reconcile before the watch shows it neither
+/// creates it again nor judges a stale copy; returns it as cached.
+fn remember<K>(cache: &ChildCache<K::View>, desired: &K, written: &K) -> Arc<K::View>
+where
+    K: Child,
+    K::View: Clone,
+{
+    let verdict = crate::children::judge(desired, written);
+    let view = K::view(written, verdict);
+    cache.wrote(view.clone(), K::view_meta);
+    Arc::new(view)
 }
 
-fn to_value<T: Serialize>(obj: &T) -> Result<Value> {
+fn to_value<T: serde::Serialize>(obj: &T) -> Result<Value> {
     serde_json::to_value(obj).map_err(|source| Error::Serialize { what: "a child object", source })
 }
 
-fn exact(kind: ChildKind) -> Exact {
-    match kind {
-        ChildKind::Deployment => Exact::Deployment,
-        ChildKind::Service => Exact::Service,
-    }
-}
-
 /// Makes an existing child the desired one: [`prepare`], then [`apply`].
-async fn write<K>(ctx: &Context, api: &Api<K>, name: &str, desired: &K, kind: ChildKind) -> Result<K>
-where
-    K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug,
-{
-    prepare(ctx, api, name, desired, kind).await?;
+async fn write<K: Child>(
+    ctx: &Context,
+    api: &Api<K>,
+    name: &str,
+    desired: &K,
+    kind: ChildKind,
+    live: Option<K>,
+) -> Result<K> {
+    prepare(ctx, api, name, desired, kind, live).await?;
     apply(ctx, api, name, desired, kind).await
 }
 
@@ -322,12 +355,19 @@ where
 /// ownership (its POST create) to its Apply manager, so the apply can drop fields the desired state no longer has;
 /// and removes what others added to the parts the platform owns exactly (a sidecar, hostNetwork, a selector key),
 /// which an apply cannot remove because those fields are the other manager's. Reads the live object (the cache
-/// drops managedFields), so only when a write is due: the steady state sends nothing.
-async fn prepare<K>(ctx: &Context, api: &Api<K>, name: &str, desired: &K, kind: ChildKind) -> Result<()>
-where
-    K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug,
-{
-    let live = api.get(name).await.map_err(|e| Error::api(format!("read {kind} {name}"), e))?;
+/// holds projections, without managedFields) unless the caller just read it: only when a write is due.
+async fn prepare<K: Child>(
+    ctx: &Context,
+    api: &Api<K>,
+    name: &str,
+    desired: &K,
+    kind: ChildKind,
+    live: Option<K>,
+) -> Result<()> {
+    let live = match live {
+        Some(live) => live,
+        None => api.get(name).await.map_err(|e| Error::api(format!("read {kind} {name}"), e))?,
+    };
     let extras = drift::extras(exact(kind), &to_value(desired)?, &to_value(&live)?);
     let mut ops = match ownership_upgrade_patch(live.meta()) {
         Some(Value::Array(ops)) => ops,
@@ -355,10 +395,7 @@ where
 
 /// Server-side apply with force: the operator is the rightful owner of the fields it manages (the recommended
 /// mode for controllers); whether it may touch the object at all was decided before.
-async fn apply<K>(ctx: &Context, api: &Api<K>, name: &str, desired: &K, kind: ChildKind) -> Result<K>
-where
-    K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug,
-{
+async fn apply<K: Child>(ctx: &Context, api: &Api<K>, name: &str, desired: &K, kind: ChildKind) -> Result<K> {
     let params = PatchParams::apply(MANAGER).force();
     let applied = api
         .patch(name, &params, &Patch::Apply(desired))
@@ -368,10 +405,7 @@ where
     Ok(applied)
 }
 
-async fn remove_handover_annotation<K>(ctx: &Context, api: &Api<K>, name: &str, kind: ChildKind) -> Result<K>
-where
-    K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug,
-{
+async fn remove_handover_annotation<K: Child>(ctx: &Context, api: &Api<K>, name: &str, kind: ChildKind) -> Result<K> {
     let patch = handover_cleanup_patch();
     let params = PatchParams { field_manager: Some(MANAGER.to_string()), ..PatchParams::default() };
     let patched = api
@@ -382,29 +416,67 @@ where
     Ok(patched)
 }
 
-/// Writes status with one merge patch when it changed. Returns whether it wrote.
+/// Whether a status write went out.
+enum Written {
+    Yes,
+    No,
+    /// A progress-only change, held back so one CR's status is not rewritten at every replica step; due after this.
+    Later(Duration),
+}
+
+/// Same phase, generation, image, accepted contract and conditions (status, reason, generation, transition time):
+/// what differs is only replica counts and wording.
+fn progress_only(previous: &MicroserviceStatus, new: &MicroserviceStatus) -> bool {
+    let shape = |s: &MicroserviceStatus| {
+        (
+            s.phase,
+            s.observed_generation,
+            s.image.clone(),
+            s.last_accepted.clone(),
+            s.conditions
+                .iter()
+                .map(|c| (c.type_, c.status, c.reason.clone(), c.observed_generation, c.last_transition_time.clone()))
+                .collect::<Vec<_>>(),
+        )
+    };
+    previous.phase.is_some() && shape(previous) == shape(new)
+}
+
+/// Writes status with one merge patch when it changed, progress-only changes at most every [`PROGRESS_EVERY`].
 async fn write_status(
     ms: &Microservice,
     ctx: &Context,
     previous: &MicroserviceStatus,
     new: &MicroserviceStatus,
-) -> Result<bool> {
+) -> Result<Written> {
     let key = key(ms);
-    let read_version = ms.metadata.resource_version.as_deref().unwrap_or_default();
-    if previous == new || ctx.written.already_written(&key, read_version, new) {
-        return Ok(false);
+    if previous == new {
+        return Ok(Written::No);
     }
+    if progress_only(previous, new)
+        && let Some(since) = ctx.written.since_last_write(&key)
+        && since < PROGRESS_EVERY
+    {
+        return Ok(Written::Later(PROGRESS_EVERY - since));
+    }
+    let read_version = ms.metadata.resource_version.as_deref().unwrap_or_default();
     let api: Api<Microservice> = Api::namespaced(ctx.client.clone(), &ms.namespace().unwrap_or_default());
     // The version read is a precondition: a status computed from an older CR (a stale cache, or a write from a
     // replica that has since been replaced) gets 409 and is recomputed, so observedGeneration never goes back.
     let body = json!({ "metadata": { "resourceVersion": read_version }, "status": status_patch_body(new)? });
     let params = PatchParams { field_manager: Some(MANAGER.to_string()), ..PatchParams::default() };
-    api.patch_status(&ms.name_any(), &params, &Patch::Merge(&body))
-        .await
-        .map_err(|e| Error::api(format!("update the status of Microservice {key}"), e))?;
-    ctx.written.record(&key, read_version, new);
+    let written = match api.patch_status(&ms.name_any(), &params, &Patch::Merge(&body)).await {
+        Ok(written) => written,
+        Err(e) => {
+            // Whatever this replica remembered of the CR is no better than the cache now.
+            ctx.written.forget(&key);
+            return Err(Error::api(format!("update the status of Microservice {key}"), e));
+        }
+    };
+    tracing::debug!(phase = ?new.phase, previous = ?previous.phase, summary = ?new.replicas_summary, "status written");
+    ctx.written.record(&key, written.metadata.resource_version.as_deref().unwrap_or_default(), new);
     ctx.metrics.wrote("microservices/status", "patch");
-    Ok(true)
+    Ok(Written::Yes)
 }
 
 /// The status as a merge patch: fields that are now absent must be sent as null, or merge keeps the old value.
@@ -440,7 +512,7 @@ async fn record_permanent(ms: &Microservice, ctx: &Context, err: &Error) -> Resu
     let now = now();
     let reason = failure_reason(err);
     let new = with_failure(&previous, ms.metadata.generation, reason, &err.to_string(), &now);
-    if write_status(ms, ctx, &previous, &new).await? {
+    if let Written::Yes = write_status(ms, ctx, &previous, &new).await? {
         publish(ctx, ms, EventType::Warning, reason, "Reconcile", err.to_string()).await;
     }
     Ok(())
@@ -489,13 +561,13 @@ fn with_failure(
 /// Events are best effort: a failure to record one is logged, never fails the reconcile.
 async fn publish(ctx: &Context, ms: &Microservice, type_: EventType, reason: &str, action: &str, note: String) {
     let action = series_action(action, &note);
-    let event = Event { type_, reason: reason.to_string(), note: Some(note), action, secondary: None };
-    if let Err(err) = ctx.recorder.publish(&event, &ms.object_ref(&())).await {
+    let event = Event { type_, reason: reason.to_string(), note, action };
+    if let Err(err) = ctx.events.publish(&event, &ms.object_ref(&())).await {
         tracing::warn!(reason, error = %err, "could not record an Event");
     }
 }
 
-/// kube's Recorder folds Events with the same reason and action into one series and keeps the series' first
+/// Events with the same reason and action fold into one series that keeps the series' first
 /// note, so "generation 2 is rolled out" would only bump generation 1's count. The action carries a digest of the
 /// note: a new fact starts its own series, the same fact repeated still counts up in one (bounded by the facts).
 fn series_action(action: &str, note: &str) -> String {

@@ -1,34 +1,89 @@
-//! What this replica last wrote to each Microservice's status, and which version of the CR it had read then. The
-//! CR cache shows a status write only once its watch event arrives; a reconcile in between (a child changed) reads
-//! the same stale CR, computes the same status and, without this memo, writes it again.
+//! What this replica last wrote to each Microservice's status, until the CR cache shows it (read your own writes).
+//! The cache shows a status write only once its watch event arrives; a reconcile in between (a child changed, or
+//! the Ready lane) would read the stale CR: without this memo it computes the same status and writes it again, or
+//! writes a newer one with the stale resourceVersion as precondition and gets 409. With it, the reconcile reads the
+//! CR as the server holds it after the write: the status written and the resourceVersion it answered.
+//!
+//! An entry lives from the write until the watch shows that resourceVersion (or the CR is deleted), so the memo
+//! holds only the writes in flight, not one status per Microservice. It also remembers when each CR's status was
+//! last written, for a short while, so progress-only changes can be spaced out.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use microservice_core::crd::MicroserviceStatus;
 
-#[derive(Debug, Default)]
-pub struct WrittenStatuses {
-    by_object: Mutex<HashMap<String, (String, MicroserviceStatus)>>,
+#[derive(Debug)]
+struct Entry {
+    /// The resourceVersion the server answered the write with.
+    written_version: String,
+    status: MicroserviceStatus,
 }
 
+#[derive(Debug, Default)]
+pub struct WrittenStatuses {
+    by_object: Mutex<HashMap<String, Entry>>,
+    last_write: Mutex<HashMap<String, Instant>>,
+}
+
+/// How long a time of last write is kept: longer than any spacing asked of [`WrittenStatuses::since_last_write`].
+const REMEMBER_WRITES: Duration = Duration::from_secs(10);
+
 impl WrittenStatuses {
-    /// True when `status` was already written on top of the very CR version `read_version`: the cache has not
-    /// caught up yet. Any newer version (our own write seen, or someone else's change) is judged afresh.
-    pub fn already_written(&self, key: &str, read_version: &str, status: &MicroserviceStatus) -> bool {
-        let by_object = self.by_object.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        by_object.get(key).is_some_and(|(version, written)| version == read_version && written == status)
+    /// The status and resourceVersion this replica wrote, when the cache (at `cached_version`) has not shown it yet.
+    pub fn overlay(&self, key: &str, cached_version: &str) -> Option<(String, MicroserviceStatus)> {
+        let by_object = self.by_object.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = by_object.get(key)?;
+        (entry.written_version != cached_version).then(|| (entry.written_version.clone(), entry.status.clone()))
     }
 
-    pub fn record(&self, key: &str, read_version: &str, status: &MicroserviceStatus) {
-        let mut by_object = self.by_object.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        by_object.insert(key.to_string(), (read_version.to_string(), status.clone()));
+    pub fn record(&self, key: &str, written_version: &str, status: &MicroserviceStatus) {
+        let mut by_object = self.by_object.lock().unwrap_or_else(|p| p.into_inner());
+        by_object
+            .insert(key.to_string(), Entry { written_version: written_version.to_string(), status: status.clone() });
+        drop(by_object);
+        let now = Instant::now();
+        let mut last = self.last_write.lock().unwrap_or_else(|p| p.into_inner());
+        if last.len() >= 1024 {
+            last.retain(|_, at| now.duration_since(*at) < REMEMBER_WRITES);
+        }
+        last.insert(key.to_string(), now);
     }
 
-    /// Keeps only the Microservices `exists` still knows (called on resync, so deleted CRs do not pile up).
+    /// The watch showed `version` of the CR: a write up to it is no longer in flight.
+    pub fn seen(&self, key: &str, version: &str) {
+        let mut by_object = self.by_object.lock().unwrap_or_else(|p| p.into_inner());
+        if by_object.get(key).is_some_and(|e| e.written_version == version) {
+            by_object.remove(key);
+        }
+    }
+
+    /// Forgets the write (the CR was deleted, or a write over this memo failed its precondition: someone else
+    /// changed the CR, so the cache is what to trust).
+    pub fn forget(&self, key: &str) {
+        self.by_object.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
+    }
+
+    /// Keeps only the Microservices `exists` still knows (called on resync, in case a deletion was missed).
     pub fn retain(&self, exists: impl Fn(&str) -> bool) {
-        let mut by_object = self.by_object.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        by_object.retain(|key, _| exists(key));
+        self.by_object.lock().unwrap_or_else(|p| p.into_inner()).retain(|key, _| exists(key));
+        let now = Instant::now();
+        self.last_write
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|_, at| now.duration_since(*at) < REMEMBER_WRITES);
+    }
+
+    /// How long ago this replica last wrote the CR's status, if recently.
+    pub fn since_last_write(&self, key: &str) -> Option<Duration> {
+        let last = self.last_write.lock().unwrap_or_else(|p| p.into_inner());
+        last.get(key).map(Instant::elapsed).filter(|d| *d < REMEMBER_WRITES)
+    }
+
+    /// Writes in flight (not yet seen by the watch).
+    pub fn in_flight(&self) -> usize {
+        self.by_object.lock().map(|m| m.len()).unwrap_or(0)
     }
 }
 
@@ -42,14 +97,19 @@ mod tests {
     }
 
     #[test]
-    fn a_status_counts_as_written_only_on_top_of_the_same_read_version() {
+    fn a_write_overlays_the_cache_until_the_watch_shows_it() {
         let memo = WrittenStatuses::default();
-        memo.record("todo/a", "41", &status(Phase::Progressing));
-        assert!(memo.already_written("todo/a", "41", &status(Phase::Progressing)));
-        assert!(!memo.already_written("todo/a", "41", &status(Phase::Ready)), "a different status is written");
-        assert!(!memo.already_written("todo/a", "42", &status(Phase::Progressing)), "a newer CR is judged afresh");
-        assert!(!memo.already_written("todo/b", "41", &status(Phase::Progressing)));
-        memo.retain(|key| key != "todo/a");
-        assert!(!memo.already_written("todo/a", "41", &status(Phase::Progressing)), "deleted CRs are forgotten");
+        memo.record("todo/a", "42", &status(Phase::Progressing));
+        assert_eq!(memo.overlay("todo/a", "41"), Some(("42".to_string(), status(Phase::Progressing))));
+        assert_eq!(memo.overlay("todo/a", "42"), None, "the cache is as new as the write");
+        assert_eq!(memo.overlay("todo/b", "41"), None);
+        memo.seen("todo/a", "41");
+        assert_eq!(memo.in_flight(), 1, "an older version seen does not end the write");
+        memo.seen("todo/a", "42");
+        assert_eq!(memo.in_flight(), 0);
+        assert!(memo.since_last_write("todo/a").is_some());
+        memo.record("todo/c", "7", &status(Phase::Ready));
+        memo.retain(|key| key != "todo/c");
+        assert_eq!(memo.overlay("todo/c", "6"), None, "deleted CRs are forgotten");
     }
 }

@@ -1,0 +1,461 @@
+//! Caches of the children as projections: what reconcile and status need, not whole objects. A cached Deployment
+//! is its identity and ownership, the few spec fields status reads (replicas, paused, deadline, the app image, the
+//! selector), its status counters and the one condition that matters, and a drift *verdict*: the fields the
+//! operator manages that differ from the desired object, judged exactly (`drift::differs` and `drift::extras`) on
+//! the whole object when its watch event arrived, against the desired object of the Microservice as it was then,
+//! and tagged with that desired object's digest. A reconcile whose desired digest is the same uses the verdict; any
+//! other (the Microservice changed since, or was not cached yet) reads the live object once and judges it there.
+//!
+//! A child the operator has just created is put in the cache from the create's answer (the "created but not yet
+//! seen" case): a reconcile that runs before the watch shows it must not create it again.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex, RwLock};
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStatus};
+use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
+use kube::api::Api;
+use kube::core::NamespaceResourceScope;
+use kube::runtime::reflector::Store;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio::sync::watch;
+use tracing::warn;
+
+use microservice_core::contract;
+use microservice_core::crd::Microservice;
+use microservice_core::desired::{
+    CONTAINER_NAME, DESIRED_DIGEST_ANNOTATION, GENERATION_ANNOTATION, HANDOVER_ANNOTATION, LABEL_MANAGED_BY, MANAGER,
+    desired_deployment, desired_service,
+};
+use microservice_core::drift::{self, Exact};
+use microservice_core::ownership::ChildKind;
+use microservice_core::profile::PlatformProfile;
+
+/// The managed fields that differ, judged against the desired object whose digest is `desired_digest`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    pub desired_digest: String,
+    pub changed: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Owner {
+    pub uid: String,
+    pub kind: String,
+    pub name: String,
+    pub api_version: String,
+}
+
+/// What ownership needs of a child's metadata.
+#[derive(Clone, Debug)]
+pub struct ChildMeta {
+    pub name: String,
+    pub namespace: String,
+    pub uid: String,
+    /// resourceVersion as a number (0 when the server's is not one): only to keep a newer cached state.
+    pub version: u64,
+    pub controller: Option<Owner>,
+    pub handover: Option<String>,
+    pub managed_by_us: bool,
+    pub verdict: Option<Verdict>,
+}
+
+impl ChildMeta {
+    fn of(meta: &ObjectMeta, verdict: Option<Verdict>) -> ChildMeta {
+        let controller = meta.owner_references.iter().flatten().find(|r| r.controller == Some(true)).map(|r| Owner {
+            uid: r.uid.clone(),
+            kind: r.kind.clone(),
+            name: r.name.clone(),
+            api_version: r.api_version.clone(),
+        });
+        ChildMeta {
+            name: meta.name.clone().unwrap_or_default(),
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            uid: meta.uid.clone().unwrap_or_default(),
+            version: meta.resource_version.as_deref().and_then(|v| v.parse().ok()).unwrap_or(0),
+            controller,
+            handover: meta.annotations.as_ref().and_then(|a| a.get(HANDOVER_ANNOTATION)).cloned(),
+            managed_by_us: meta.labels.as_ref().and_then(|l| l.get(LABEL_MANAGED_BY)).is_some_and(|m| m == MANAGER),
+            verdict,
+        }
+    }
+
+    /// The metadata `ownership::ownership` reads, rebuilt.
+    pub fn object_meta(&self) -> ObjectMeta {
+        ObjectMeta {
+            name: Some(self.name.clone()),
+            namespace: Some(self.namespace.clone()),
+            uid: Some(self.uid.clone()),
+            owner_references: self.controller.as_ref().map(|o| {
+                vec![OwnerReference {
+                    api_version: o.api_version.clone(),
+                    kind: o.kind.clone(),
+                    name: o.name.clone(),
+                    uid: o.uid.clone(),
+                    controller: Some(true),
+                    block_owner_deletion: None,
+                }]
+            }),
+            annotations: self.handover.as_ref().map(|h| [(HANDOVER_ANNOTATION.to_string(), h.clone())].into()),
+            labels: self.managed_by_us.then(|| [(LABEL_MANAGED_BY.to_string(), MANAGER.to_string())].into()),
+            ..ObjectMeta::default()
+        }
+    }
+}
+
+/// A Deployment as status and ownership see it.
+#[derive(Clone, Debug)]
+pub struct DeploymentView {
+    pub meta: ChildMeta,
+    pub generation: Option<i64>,
+    pub generation_annotation: Option<String>,
+    pub selector: LabelSelector,
+    pub replicas: Option<i32>,
+    pub paused: Option<bool>,
+    pub progress_deadline_seconds: Option<i32>,
+    pub image: Option<String>,
+    /// Counters and the ProgressDeadlineExceeded condition only.
+    pub status: Option<DeploymentStatus>,
+}
+
+impl DeploymentView {
+    pub fn of(d: &Deployment, verdict: Option<Verdict>) -> DeploymentView {
+        let spec = d.spec.as_ref();
+        let pod = spec.and_then(|s| s.template.spec.as_ref());
+        let image =
+            pod.and_then(|p| p.containers.iter().find(|c| c.name == CONTAINER_NAME)).and_then(|c| c.image.clone());
+        let status = d.status.as_ref().map(|s| DeploymentStatus {
+            conditions: s.conditions.as_ref().map(|cs| {
+                cs.iter()
+                    .filter(|c| c.type_ == "Progressing" && c.reason.as_deref() == Some("ProgressDeadlineExceeded"))
+                    .cloned()
+                    .map(|mut c| {
+                        c.last_transition_time = None;
+                        c.last_update_time = None;
+                        c
+                    })
+                    .collect()
+            }),
+            ..s.clone()
+        });
+        DeploymentView {
+            meta: ChildMeta::of(&d.metadata, verdict),
+            generation: d.metadata.generation,
+            generation_annotation: d.metadata.annotations.as_ref().and_then(|a| a.get(GENERATION_ANNOTATION)).cloned(),
+            selector: spec.map(|s| s.selector.clone()).unwrap_or_default(),
+            replicas: spec.and_then(|s| s.replicas),
+            paused: spec.and_then(|s| s.paused),
+            progress_deadline_seconds: spec.and_then(|s| s.progress_deadline_seconds),
+            image,
+            status,
+        }
+    }
+
+    /// A Deployment with only what `status::compute_status` and `ownership::selector_conflict` read.
+    pub fn to_deployment(&self) -> Deployment {
+        let mut metadata = self.meta.object_meta();
+        metadata.generation = self.generation;
+        if let Some(g) = &self.generation_annotation {
+            metadata.annotations.get_or_insert_default().insert(GENERATION_ANNOTATION.to_string(), g.clone());
+        }
+        Deployment {
+            metadata,
+            spec: Some(DeploymentSpec {
+                replicas: self.replicas,
+                paused: self.paused,
+                progress_deadline_seconds: self.progress_deadline_seconds,
+                selector: self.selector.clone(),
+                template: PodTemplateSpec {
+                    metadata: None,
+                    spec: Some(PodSpec {
+                        containers: vec![Container {
+                            name: CONTAINER_NAME.to_string(),
+                            image: self.image.clone(),
+                            ..Container::default()
+                        }],
+                        ..PodSpec::default()
+                    }),
+                },
+                ..DeploymentSpec::default()
+            }),
+            status: self.status.clone(),
+        }
+    }
+
+    /// The rollout of the generation in its annotation is complete, as `kubectl rollout status` judges it: what
+    /// makes its Microservice's status urgent (Ready is due).
+    pub fn rollout_complete(&self) -> bool {
+        let Some(s) = &self.status else { return false };
+        let want = self.replicas.unwrap_or(1);
+        self.generation_annotation.is_some()
+            && s.observed_generation.is_some_and(|o| self.generation.is_some_and(|g| o >= g))
+            && s.replicas.unwrap_or(0) == want
+            && s.updated_replicas.unwrap_or(0) == want
+            && s.available_replicas.unwrap_or(0) == want
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct ServiceView {
+    pub meta: ChildMeta,
+}
+
+impl ServiceView {
+    pub fn to_service(&self) -> Service {
+        Service { metadata: self.meta.object_meta(), spec: None, status: None }
+    }
+}
+
+/// A child kind: how to project it, and its desired object for a Microservice.
+pub trait Child:
+    Resource<DynamicType = (), Scope = NamespaceResourceScope>
+    + Clone
+    + Serialize
+    + DeserializeOwned
+    + Debug
+    + Send
+    + Sync
+    + 'static
+{
+    type View: Send + Sync + 'static;
+    const KIND: ChildKind;
+    fn view(obj: &Self, verdict: Option<Verdict>) -> Self::View;
+    fn view_meta(view: &Self::View) -> &ChildMeta;
+    fn view_meta_mut(view: &mut Self::View) -> &mut ChildMeta;
+    /// The desired object for `ms` (None when its spec is refused: no verdict then).
+    fn desired(ms: &Microservice, profile: &PlatformProfile) -> Option<Self>;
+}
+
+impl Child for Deployment {
+    type View = DeploymentView;
+    const KIND: ChildKind = ChildKind::Deployment;
+    fn view(obj: &Self, verdict: Option<Verdict>) -> DeploymentView {
+        DeploymentView::of(obj, verdict)
+    }
+    fn view_meta(view: &DeploymentView) -> &ChildMeta {
+        &view.meta
+    }
+    fn view_meta_mut(view: &mut DeploymentView) -> &mut ChildMeta {
+        &mut view.meta
+    }
+    fn desired(ms: &Microservice, profile: &PlatformProfile) -> Option<Self> {
+        let contract = contract::validate_object(ms, profile).ok()?;
+        desired_deployment(ms, &contract, profile).ok()
+    }
+}
+
+impl Child for Service {
+    type View = ServiceView;
+    const KIND: ChildKind = ChildKind::Service;
+    fn view(obj: &Self, verdict: Option<Verdict>) -> ServiceView {
+        ServiceView { meta: ChildMeta::of(&obj.metadata, verdict) }
+    }
+    fn view_meta(view: &ServiceView) -> &ChildMeta {
+        &view.meta
+    }
+    fn view_meta_mut(view: &mut ServiceView) -> &mut ChildMeta {
+        &mut view.meta
+    }
+    fn desired(ms: &Microservice, profile: &PlatformProfile) -> Option<Self> {
+        contract::validate_object(ms, profile).ok()?;
+        desired_service(ms, profile).ok()
+    }
+}
+
+pub fn exact(kind: ChildKind) -> Exact {
+    match kind {
+        ChildKind::Deployment => Exact::Deployment,
+        ChildKind::Service => Exact::Service,
+    }
+}
+
+pub fn digest_of<K: Resource>(obj: &K) -> String {
+    obj.meta().annotations.as_ref().and_then(|a| a.get(DESIRED_DIGEST_ANNOTATION)).cloned().unwrap_or_default()
+}
+
+/// The managed fields of `live` that differ from `desired`, and the extras in the exact parts, exactly as a
+/// reconcile judges them. None if either cannot be serialised.
+pub fn judge<K: Child>(desired: &K, live: &K) -> Option<Verdict> {
+    let (want, have) = (serde_json::to_value(desired).ok()?, serde_json::to_value(live).ok()?);
+    Some(judge_values::<K>(&digest_of(desired), &want, &have))
+}
+
+pub fn judge_values<K: Child>(digest: &str, want: &Value, have: &Value) -> Verdict {
+    let mut changed = drift::differs(want, have);
+    changed.extend(drift::extras(exact(K::KIND), want, have).into_iter().map(|e| e.path));
+    Verdict { desired_digest: digest.to_string(), changed }
+}
+
+/// How many deleted uids are remembered, so a create's answer arriving after its object was already deleted (and
+/// the deletion seen) does not bring the object back into the cache.
+const TOMBSTONES: usize = 256;
+
+pub struct ChildCache<V> {
+    map: RwLock<HashMap<String, Arc<V>>>,
+    ready: watch::Sender<bool>,
+    tombstones: Mutex<VecDeque<String>>,
+}
+
+impl<V> Default for ChildCache<V> {
+    fn default() -> Self {
+        ChildCache { map: RwLock::default(), ready: watch::Sender::new(false), tombstones: Mutex::default() }
+    }
+}
+
+fn key(namespace: &str, name: &str) -> String {
+    format!("{namespace}/{name}")
+}
+
+impl<V> ChildCache<V> {
+    pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<V>> {
+        self.map.read().unwrap_or_else(|p| p.into_inner()).get(&key(namespace, name)).cloned()
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.read().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub async fn wait_until_ready(&self) {
+        let mut ready = self.ready.subscribe();
+        let _ = ready.wait_for(|r| *r).await;
+    }
+}
+
+impl<V: Clone> ChildCache<V> {
+    /// What this replica just wrote (a create's or an apply's answer), unless the watch already showed that
+    /// object at this version or later, or showed it deleted.
+    pub fn wrote(&self, view: V, meta: impl Fn(&V) -> &ChildMeta) {
+        let m = meta(&view);
+        if self.tombstones.lock().unwrap_or_else(|p| p.into_inner()).contains(&m.uid) {
+            return;
+        }
+        let k = key(&m.namespace, &m.name);
+        let mut map = self.map.write().unwrap_or_else(|p| p.into_inner());
+        let newer = match map.get(&k) {
+            None => true,
+            Some(old) => {
+                let o = meta(old);
+                o.uid == m.uid && o.version != 0 && m.version > o.version
+            }
+        };
+        if newer {
+            map.insert(k, Arc::new(view));
+        }
+    }
+
+    /// Records a verdict judged by a reconcile on the live object it read (when the cache still holds that version).
+    pub fn judged(
+        &self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        verdict: Verdict,
+        meta_mut: impl Fn(&mut V) -> &mut ChildMeta,
+    ) {
+        let mut map = self.map.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(entry) = map.get_mut(&key(namespace, name)) {
+            let mut view = V::clone(entry);
+            let m = meta_mut(&mut view);
+            if m.uid == uid {
+                m.verdict = Some(verdict);
+                *entry = Arc::new(view);
+            }
+        }
+    }
+}
+
+/// Where a change of a child sends its Microservice.
+pub trait Route<V>: Fn(&str, &str, Option<&V>) + Send + Sync + 'static {}
+impl<V, F: Fn(&str, &str, Option<&V>) + Send + Sync + 'static> Route<V> for F {}
+
+/// Watches one child kind into `cache`, judging drift against the Microservices in `microservices`, and calls
+/// `route` with every change (`None` for a deletion). Runs until aborted.
+pub async fn run<K: Child>(
+    api: Api<K>,
+    cache: Arc<ChildCache<K::View>>,
+    microservices: Store<Microservice>,
+    profile: PlatformProfile,
+    route: impl Route<K::View>,
+) where
+    K::View: Clone,
+{
+    let kind = K::kind(&());
+    let stream = watcher(api, watcher::Config::default()).default_backoff();
+    let mut stream = std::pin::pin!(stream);
+    let mut buffer: Option<HashMap<String, Arc<K::View>>> = None;
+    let judge_one = |obj: &K| {
+        let ms = microservices.get(
+            &kube::runtime::reflector::ObjectRef::new(&obj.name_any())
+                .within(obj.meta().namespace.as_deref().unwrap_or_default()),
+        )?;
+        let desired = K::desired(&ms, &profile)?;
+        judge(&desired, obj)
+    };
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(watcher::Event::Init) => buffer = Some(HashMap::new()),
+            Ok(watcher::Event::InitApply(obj)) => {
+                let view = K::view(&obj, judge_one(&obj));
+                if let Some(buffer) = buffer.as_mut() {
+                    buffer.insert(key(&K::view_meta(&view).namespace, &K::view_meta(&view).name), Arc::new(view));
+                }
+            }
+            Ok(watcher::Event::InitDone) => {
+                let fresh = buffer.take().unwrap_or_default();
+                let gone: Vec<String> = {
+                    let mut map = cache.map.write().unwrap_or_else(|p| p.into_inner());
+                    let gone = map.keys().filter(|k| !fresh.contains_key(*k)).cloned().collect();
+                    *map = fresh.clone();
+                    gone
+                };
+                cache.ready.send_replace(true);
+                for view in fresh.values() {
+                    let m = K::view_meta(view);
+                    route(&m.namespace, &m.name, Some(view));
+                }
+                for k in gone {
+                    if let Some((namespace, name)) = k.split_once('/') {
+                        route(namespace, name, None);
+                    }
+                }
+            }
+            Ok(watcher::Event::Apply(obj)) => {
+                let view = Arc::new(K::view(&obj, judge_one(&obj)));
+                let m = K::view_meta(&view);
+                cache.map.write().unwrap_or_else(|p| p.into_inner()).insert(key(&m.namespace, &m.name), view.clone());
+                route(&m.namespace, &m.name, Some(&view));
+            }
+            Ok(watcher::Event::Delete(obj)) => {
+                let (namespace, name) = (obj.namespace().unwrap_or_default(), obj.name_any());
+                {
+                    let mut map = cache.map.write().unwrap_or_else(|p| p.into_inner());
+                    let k = key(&namespace, &name);
+                    // Only the object that was deleted: a newer one of the same name (recreated) stays.
+                    if map.get(&k).is_some_and(|v| Some(K::view_meta(v).uid.as_str()) == obj.uid().as_deref()) {
+                        map.remove(&k);
+                    }
+                }
+                if let Some(uid) = obj.uid() {
+                    let mut tombstones = cache.tombstones.lock().unwrap_or_else(|p| p.into_inner());
+                    if tombstones.len() >= TOMBSTONES {
+                        tombstones.pop_front();
+                    }
+                    tombstones.push_back(uid);
+                }
+                route(&namespace, &name, None);
+            }
+            Err(err) => warn!(child = %kind, error = %err, "watch failed; retrying with backoff"),
+        }
+    }
+}
