@@ -20,7 +20,7 @@
 //! 9. The numbers in `the ResourceVersion in the precondition (N) does not match the ResourceVersion in record (M)`
 //!    → `<n>` (resourceVersions, as in 2 and 8).
 //! 10. Response headers other than Content-Type and Warning are not compared (Audit-Id, Date, priority-and-
-//!    fairness ids); the media type is compared without its parameters' spacing.
+//!     fairness ids); the media type is compared without its parameters' spacing.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;

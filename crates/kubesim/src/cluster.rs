@@ -28,7 +28,8 @@ use crate::selector::{FieldSelector, LabelSelector};
 /// group), not its resource, in the message and in details.kind.
 fn delete_precondition_failed(rt: &ResourceType, name: &str, why: &str) -> ApiError {
     let mut e = ApiError::conflict(&rt.kind, &rt.group, name);
-    e.message = format!("Operation cannot be fulfilled on {} \"{name}\": {why}", qualified_resource(&rt.kind, &rt.group));
+    e.message =
+        format!("Operation cannot be fulfilled on {} \"{name}\": {why}", qualified_resource(&rt.kind, &rt.group));
     e
 }
 

@@ -936,10 +936,7 @@ mod tests {
         d["spec"]["template"]["metadata"]["labels"] = json!({"app": "other"});
         let c = validate(&t, &d, None);
         assert_eq!(fields(&c), vec!["spec.template.metadata.labels"]);
-        assert_eq!(
-            c[0].message,
-            "Invalid value: {\"app\":\"other\"}: `selector` does not match template `labels`"
-        );
+        assert_eq!(c[0].message, "Invalid value: {\"app\":\"other\"}: `selector` does not match template `labels`");
 
         let mut d = deploy();
         d["spec"]["template"]["spec"]["containers"][0].as_object_mut().unwrap().remove("image");

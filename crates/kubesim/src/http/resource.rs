@@ -15,11 +15,11 @@ use super::negotiate::{self, Output};
 use super::route::ResourcePath;
 use super::{AppState, DEFAULT_WATCH_TIMEOUT, error_response, identity, json_response, output};
 use crate::auth::UserInfo;
+use crate::builtin::names::{err, quote};
 use crate::cluster::{
     DeleteOptions, DeleteOutcome, FieldValidation, ListOptions, PropagationPolicy, Subresource, WatchEvent, WatchItem,
     WatchOptions, WriteOptions, WriteOutcome,
 };
-use crate::builtin::names::{err, quote};
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::faults::FaultDecision;
 use crate::rbac::Attributes;

@@ -702,9 +702,7 @@ pub fn validate_crd(crd: &Value) -> Vec<Cause> {
             served += 1;
         }
         match v.pointer("/schema/openAPIV3Schema") {
-            None | Some(Value::Null) => {
-                out.push(err::required(&format!("{path}.schema.openAPIV3Schema"), ""))
-            }
+            None | Some(Value::Null) => out.push(err::required(&format!("{path}.schema.openAPIV3Schema"), "")),
             Some(schema) => {
                 let base = format!("{path}.schema.openAPIV3Schema");
                 structural(schema, &base, true, &mut out);
@@ -1117,10 +1115,7 @@ mod tests {
         );
         let mut no_schema = crd();
         no_schema["spec"]["versions"][0].as_object_mut().unwrap().remove("schema");
-        assert_eq!(
-            messages(&validate_crd(&no_schema)),
-            ["spec.versions[0].schema.openAPIV3Schema: Required value"]
-        );
+        assert_eq!(messages(&validate_crd(&no_schema)), ["spec.versions[0].schema.openAPIV3Schema: Required value"]);
         let mut root = crd();
         root["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["type"] = json!("string");
         assert!(messages(&validate_crd(&root))[0].contains("must be object at the root"));
