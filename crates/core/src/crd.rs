@@ -215,10 +215,17 @@ impl ConditionType {
     }
 }
 
+impl MicroserviceStatus {
+    /// The condition of this type, if the status has one.
+    pub fn condition(&self, type_: ConditionType) -> Option<&Condition> {
+        self.conditions.iter().find(|c| c.type_ == type_)
+    }
+}
+
 impl Microservice {
-    /// Replicas the Deployment should run: the spec's number, or the platform default.
-    pub fn desired_replicas(&self, default_replicas: i32) -> i32 {
-        self.spec.replicas.unwrap_or(default_replicas)
+    /// The status condition of this type, if the status has one.
+    pub fn condition(&self, type_: ConditionType) -> Option<&Condition> {
+        self.status.as_ref().and_then(|s| s.condition(type_))
     }
 }
 

@@ -10,5 +10,6 @@ pub mod drift;
 pub mod image;
 pub mod ownership;
 pub mod profile;
+pub mod reason;
 pub mod status;
 pub mod wording;

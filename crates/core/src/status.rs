@@ -12,29 +12,14 @@ use crate::crd::{
     AcceptedContract, Condition, ConditionStatus, ConditionType, Microservice, MicroserviceStatus, Phase,
 };
 use crate::desired::{CONTAINER_NAME, GENERATION_ANNOTATION};
-use crate::ownership::{ChildKind, Conflict, ConflictReason};
-
-/// Condition reasons (CamelCase, never empty). Contract violations use their own reasons on Accepted.
-pub mod reasons {
-    pub const ACCEPTED: &str = "Accepted";
-    pub const INVALID_SPEC: &str = "InvalidSpec";
-    pub const CREATING: &str = "Creating";
-    pub const ROLLOUT_IN_PROGRESS: &str = "RolloutInProgress";
-    pub const ROLLOUT_COMPLETE: &str = "RolloutComplete";
-    pub const SERVICE_NOT_FOUND: &str = "ServiceNotFound";
-    pub const PROGRESS_DEADLINE_EXCEEDED: &str = "ProgressDeadlineExceeded";
-    pub const RESOURCE_CONFLICT: &str = "ResourceConflict";
-    pub const IMMUTABLE_SELECTOR: &str = "ImmutableSelector";
-    pub const AS_EXPECTED: &str = "AsExpected";
-    /// The Deployment is paused (`kubectl rollout pause`) with the current generation not rolled out.
-    pub const DEPLOYMENT_PAUSED: &str = "DeploymentPaused";
-}
+use crate::ownership::{ChildKind, Conflict};
+use crate::reason::Reason;
 
 /// What stands between the current generation and Ready, most important first.
 enum Outcome<'a> {
     Invalid(&'a [Violation]),
     Conflict {
-        reason: &'static str,
+        reason: Reason,
         message: String,
     },
     DeadlineExceeded(String),
@@ -58,9 +43,7 @@ pub fn compute_status(
     now: &Time,
 ) -> MicroserviceStatus {
     let previous = ms.status.clone().unwrap_or_default();
-    // metav1.Time has whole seconds on the wire; a finer value would differ from its own read-back and cause a
-    // second, needless status write.
-    let now = &Time(Timestamp::from_second(now.0.as_second()).unwrap_or(now.0));
+    let now = &whole_seconds(now);
     let generation = ms.metadata.generation;
     let name = ms.metadata.name.as_deref().unwrap_or_default();
     let namespace = ms.metadata.namespace.as_deref().unwrap_or_default();
@@ -71,9 +54,9 @@ pub fn compute_status(
     let outcome = match contract {
         Err(violations) => Outcome::Invalid(violations),
         Ok(_) if !conflicts.is_empty() => {
-            let permanent = conflicts.iter().any(|c| c.reason == ConflictReason::ImmutableSelector);
+            let permanent = conflicts.iter().any(Conflict::permanent);
             Outcome::Conflict {
-                reason: if permanent { reasons::IMMUTABLE_SELECTOR } else { reasons::RESOURCE_CONFLICT },
+                reason: if permanent { Reason::ImmutableSelector } else { Reason::ResourceConflict },
                 message: conflicts.iter().map(|c| c.message.as_str()).collect::<Vec<_>>().join("; "),
             }
         }
@@ -102,18 +85,18 @@ pub fn compute_status(
     use ConditionStatus::{False, True};
     let accepted = match &outcome {
         Outcome::Invalid(violations) => {
-            let reason = violations.first().map_or(reasons::INVALID_SPEC, |v| v.reason.as_str());
+            let reason = violations.first().map_or(Reason::InvalidSpec, |v| v.reason);
             (False, reason, summarize(violations))
         }
-        _ => (True, reasons::ACCEPTED, "the spec satisfies the platform contract".to_string()),
+        _ => (True, Reason::Accepted, "the spec satisfies the platform contract".to_string()),
     };
     let (progressing, ready, degraded, phase) = match &outcome {
         Outcome::Invalid(_) => {
             let message = format!("nothing is rolled out for generation {generation_text} until the spec is fixed");
             (
-                (False, reasons::INVALID_SPEC, message.clone()),
-                (False, reasons::INVALID_SPEC, message.clone()),
-                (False, reasons::INVALID_SPEC, message),
+                (False, Reason::InvalidSpec, message.clone()),
+                (False, Reason::InvalidSpec, message.clone()),
+                (False, Reason::InvalidSpec, message),
                 Phase::Invalid,
             )
         }
@@ -124,29 +107,29 @@ pub fn compute_status(
             Phase::Degraded,
         ),
         Outcome::DeadlineExceeded(message) => (
-            (False, reasons::PROGRESS_DEADLINE_EXCEEDED, message.clone()),
-            (False, reasons::PROGRESS_DEADLINE_EXCEEDED, message.clone()),
-            (True, reasons::PROGRESS_DEADLINE_EXCEEDED, message.clone()),
+            (False, Reason::ProgressDeadlineExceeded, message.clone()),
+            (False, Reason::ProgressDeadlineExceeded, message.clone()),
+            (True, Reason::ProgressDeadlineExceeded, message.clone()),
             Phase::Degraded,
         ),
         Outcome::Paused(message) => (
-            (False, reasons::DEPLOYMENT_PAUSED, message.clone()),
-            (False, reasons::DEPLOYMENT_PAUSED, message.clone()),
-            (True, reasons::DEPLOYMENT_PAUSED, message.clone()),
+            (False, Reason::DeploymentPaused, message.clone()),
+            (False, Reason::DeploymentPaused, message.clone()),
+            (True, Reason::DeploymentPaused, message.clone()),
             Phase::Degraded,
         ),
         Outcome::DeploymentMissing => {
             let message = format!("creating Deployment {namespace}/{name} for generation {generation_text}");
             (
-                (True, reasons::CREATING, message.clone()),
-                (False, reasons::CREATING, message),
+                (True, Reason::Creating, message.clone()),
+                (False, Reason::Creating, message),
                 as_expected(),
                 Phase::Pending,
             )
         }
         Outcome::Rolling(message) => (
-            (True, reasons::ROLLOUT_IN_PROGRESS, message.clone()),
-            (False, reasons::ROLLOUT_IN_PROGRESS, message.clone()),
+            (True, Reason::RolloutInProgress, message.clone()),
+            (False, Reason::RolloutInProgress, message.clone()),
             as_expected(),
             Phase::Progressing,
         ),
@@ -154,8 +137,8 @@ pub fn compute_status(
             let message =
                 format!("creating Service {namespace}/{name}; the rollout of generation {generation_text} is complete");
             (
-                (True, reasons::SERVICE_NOT_FOUND, message.clone()),
-                (False, reasons::SERVICE_NOT_FOUND, message),
+                (True, Reason::ServiceNotFound, message.clone()),
+                (False, Reason::ServiceNotFound, message),
                 as_expected(),
                 Phase::Progressing,
             )
@@ -164,24 +147,16 @@ pub fn compute_status(
             let message =
                 format!("generation {generation_text} is rolled out: every replica runs {image} and is available");
             (
-                (False, reasons::ROLLOUT_COMPLETE, message.clone()),
-                (True, reasons::ROLLOUT_COMPLETE, message),
+                (False, Reason::RolloutComplete, message.clone()),
+                (True, Reason::RolloutComplete, message),
                 as_expected(),
                 Phase::Ready,
             )
         }
     };
 
-    let make = |type_: ConditionType, (status, reason, message): (ConditionStatus, &str, String)| {
-        let unchanged = previous.conditions.iter().find(|c| c.type_ == type_).filter(|c| c.status == status);
-        Condition {
-            type_,
-            status,
-            observed_generation: generation,
-            last_transition_time: unchanged.map_or_else(|| now.clone(), |c| c.last_transition_time.clone()),
-            reason: reason.to_string(),
-            message,
-        }
+    let make = |type_: ConditionType, (status, reason, message): (ConditionStatus, Reason, String)| {
+        transition(&previous, type_, status, reason, message, generation, now)
     };
     let conditions = vec![
         make(ConditionType::Accepted, accepted),
@@ -228,35 +203,71 @@ pub fn last_accepted(
     }
 }
 
+/// metav1.Time has whole seconds on the wire: a finer value would differ from its own read-back and cause a second,
+/// needless status write. Every time the status carries goes through here.
+pub fn whole_seconds(time: &Time) -> Time {
+    Time(Timestamp::from_second(time.0.as_second()).unwrap_or(time.0))
+}
+
+/// The condition `type_` as it is now, computed for `generation`. Its transition time moves only when its status
+/// changes against `previous`: the one transition rule of every condition the operator writes.
+pub fn transition(
+    previous: &MicroserviceStatus,
+    type_: ConditionType,
+    status: ConditionStatus,
+    reason: Reason,
+    message: String,
+    generation: Option<i64>,
+    now: &Time,
+) -> Condition {
+    let unchanged = previous.condition(type_).filter(|c| c.status == status);
+    Condition {
+        type_,
+        status,
+        observed_generation: generation,
+        last_transition_time: unchanged.map_or_else(|| whole_seconds(now), |c| c.last_transition_time.clone()),
+        reason: reason.as_str().to_string(),
+        message,
+    }
+}
+
+/// `previous` with Degraded=True for `reason` (a permanent reconcile failure), Ready=False and phase Degraded;
+/// other conditions kept.
+pub fn with_failure(
+    previous: &MicroserviceStatus,
+    generation: Option<i64>,
+    reason: Reason,
+    message: &str,
+    now: &Time,
+) -> MicroserviceStatus {
+    let mut status = previous.clone();
+    for (type_, value) in
+        [(ConditionType::Degraded, ConditionStatus::True), (ConditionType::Ready, ConditionStatus::False)]
+    {
+        let condition = transition(previous, type_, value, reason, message.to_string(), generation, now);
+        status.conditions.retain(|c| c.type_ != type_);
+        status.conditions.push(condition);
+    }
+    status.conditions.sort_by_key(|c| c.type_);
+    status.phase = Some(Phase::Degraded);
+    status.observed_generation = status.observed_generation.max(generation);
+    status
+}
+
 /// An Event a status change deserves (Events for writes to children are the reconcile's).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StatusEvent {
     pub warning: bool,
-    /// CamelCase Event reason.
-    pub reason: &'static str,
+    pub reason: Reason,
     pub note: String,
-}
-
-/// Event reasons for status changes.
-pub mod event_reasons {
-    pub const ACCEPTED: &str = "Accepted";
-    pub const INVALID_SPEC: &str = "InvalidSpec";
-    pub const ROLLOUT_COMPLETE: &str = "RolloutComplete";
-    pub const ROLLOUT_FAILED: &str = "RolloutFailed";
-    pub const ROLLOUT_PAUSED: &str = "RolloutPaused";
-    pub const RESOURCE_CONFLICT: &str = "ResourceConflict";
-}
-
-fn find_condition(status: Option<&MicroserviceStatus>, type_: ConditionType) -> Option<&Condition> {
-    status.and_then(|s| s.conditions.iter().find(|c| c.type_ == type_))
 }
 
 /// Events for the states `next` entered. A state is identified by a condition's (status, reason, generation), so
 /// a reconcile that changes nothing, or only a message, emits nothing: one Event per state and generation.
 pub fn status_events(previous: Option<&MicroserviceStatus>, next: &MicroserviceStatus) -> Vec<StatusEvent> {
     let entered = |type_: ConditionType, wanted: ConditionStatus| {
-        let now = find_condition(Some(next), type_).filter(|c| c.status == wanted)?;
-        let before = find_condition(previous, type_);
+        let now = next.condition(type_).filter(|c| c.status == wanted)?;
+        let before = previous.and_then(|p| p.condition(type_));
         let same = before.is_some_and(|b| {
             b.status == now.status && b.reason == now.reason && b.observed_generation == now.observed_generation
         });
@@ -265,29 +276,29 @@ pub fn status_events(previous: Option<&MicroserviceStatus>, next: &MicroserviceS
     let mut events = Vec::new();
     use ConditionStatus::{False, True};
     if let Some(c) = entered(ConditionType::Accepted, False) {
-        events.push(StatusEvent { warning: true, reason: event_reasons::INVALID_SPEC, note: c.message.clone() });
+        events.push(StatusEvent { warning: true, reason: Reason::InvalidSpec, note: c.message.clone() });
     }
     // Accepted is news only when it ends a refusal (or is the first verdict), not on every new generation.
-    let was_accepted = find_condition(previous, ConditionType::Accepted).is_some_and(|c| c.status == True);
+    let was_accepted = previous.and_then(|p| p.condition(ConditionType::Accepted)).is_some_and(|c| c.status == True);
     if !was_accepted && let Some(c) = entered(ConditionType::Accepted, True) {
-        events.push(StatusEvent { warning: false, reason: event_reasons::ACCEPTED, note: c.message.clone() });
+        events.push(StatusEvent { warning: false, reason: Reason::Accepted, note: c.message.clone() });
     }
     if let Some(c) = entered(ConditionType::Degraded, True) {
-        let reason = match c.reason.as_str() {
-            reasons::PROGRESS_DEADLINE_EXCEEDED => event_reasons::ROLLOUT_FAILED,
-            reasons::DEPLOYMENT_PAUSED => event_reasons::ROLLOUT_PAUSED,
-            _ => event_reasons::RESOURCE_CONFLICT,
+        let reason = match c.reason.parse() {
+            Ok(Reason::ProgressDeadlineExceeded) => Reason::RolloutFailed,
+            Ok(Reason::DeploymentPaused) => Reason::RolloutPaused,
+            _ => Reason::ResourceConflict,
         };
         events.push(StatusEvent { warning: true, reason, note: c.message.clone() });
     }
     if let Some(c) = entered(ConditionType::Ready, True) {
-        events.push(StatusEvent { warning: false, reason: event_reasons::ROLLOUT_COMPLETE, note: c.message.clone() });
+        events.push(StatusEvent { warning: false, reason: Reason::RolloutComplete, note: c.message.clone() });
     }
     events
 }
 
-fn as_expected() -> (ConditionStatus, &'static str, String) {
-    (ConditionStatus::False, reasons::AS_EXPECTED, "no problem observed".to_string())
+fn as_expected() -> (ConditionStatus, Reason, String) {
+    (ConditionStatus::False, Reason::AsExpected, "no problem observed".to_string())
 }
 
 /// The Deployment's progress towards the current generation.
@@ -389,7 +400,7 @@ mod tests {
     use super::*;
     use crate::contract::validate;
     use crate::crd::MicroserviceSpec;
-    use crate::ownership::{Ownership, conflict};
+    use crate::ownership::{ConflictReason, Ownership, conflict};
     use crate::profile::PlatformProfile;
     use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentSpec, DeploymentStatus};
     use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
@@ -490,7 +501,7 @@ mod tests {
     }
 
     fn condition(status: &MicroserviceStatus, type_: ConditionType) -> &Condition {
-        status.conditions.iter().find(|c| c.type_ == type_).unwrap()
+        status.condition(type_).unwrap()
     }
 
     fn summary(status: &MicroserviceStatus) -> Vec<(ConditionType, ConditionStatus, String)> {
@@ -516,7 +527,7 @@ mod tests {
     fn before_the_deployment_exists_the_microservice_is_pending() {
         let status = run(&ms(IMAGE_V1, 1, None), None, false, &at(0));
         assert_eq!(status.phase, Some(Phase::Pending));
-        assert_eq!(condition(&status, ConditionType::Progressing).reason, reasons::CREATING);
+        assert_eq!(condition(&status, ConditionType::Progressing).reason, Reason::Creating.as_str());
         assert_eq!(condition(&status, ConditionType::Ready).status, ConditionStatus::False);
         assert_eq!((status.ready_replicas, status.replicas), (None, None));
         assert_eq!(status.replicas_summary.as_deref(), Some("0/2"));
@@ -531,7 +542,7 @@ mod tests {
         let progressing = condition(&status, ConditionType::Progressing);
         assert_eq!(
             (progressing.status, progressing.reason.as_str()),
-            (ConditionStatus::True, reasons::ROLLOUT_IN_PROGRESS)
+            (ConditionStatus::True, Reason::RolloutInProgress.as_str())
         );
         assert_eq!(progressing.message, "1/2 updated replicas available for generation 3");
         assert_eq!(condition(&status, ConditionType::Ready).status, ConditionStatus::False);
@@ -595,7 +606,7 @@ mod tests {
         let progressing = condition(&status, ConditionType::Progressing);
         assert_eq!(
             (progressing.status, progressing.reason.as_str()),
-            (ConditionStatus::False, reasons::DEPLOYMENT_PAUSED)
+            (ConditionStatus::False, Reason::DeploymentPaused.as_str())
         );
         assert!(
             progressing.message.contains("kubectl rollout resume deployment/todo-api -n todo"),
@@ -605,7 +616,7 @@ mod tests {
         assert!(!progressing.message.contains("is running"), "{}", progressing.message);
         assert_eq!(condition(&status, ConditionType::Ready).status, ConditionStatus::False);
         let events = status_events(None, &status);
-        assert!(events.iter().any(|e| e.reason == event_reasons::ROLLOUT_PAUSED && e.warning), "{events:?}");
+        assert!(events.iter().any(|e| e.reason == Reason::RolloutPaused && e.warning), "{events:?}");
         // Paused after the rollout completed: nothing is pending, so it is Ready.
         let done = paused(complete(2, IMAGE_V2));
         assert_eq!(run(&ms(IMAGE_V2, 2, None), Some(&done), true, &at(0)).phase, Some(Phase::Ready));
@@ -638,7 +649,7 @@ mod tests {
         let degraded = condition(&status, ConditionType::Degraded);
         assert_eq!(
             (degraded.status, degraded.reason.as_str()),
-            (ConditionStatus::True, reasons::PROGRESS_DEADLINE_EXCEEDED)
+            (ConditionStatus::True, Reason::ProgressDeadlineExceeded.as_str())
         );
         assert!(degraded.message.contains("generation 2 made no progress within 120s"), "{}", degraded.message);
         assert!(degraded.message.contains("timed out progressing"), "{}", degraded.message);
@@ -682,7 +693,10 @@ mod tests {
         let status = compute_status(&ms, &contract, Some(&foreign), None, &conflicts, &at(0));
         assert_eq!(status.phase, Some(Phase::Degraded));
         let degraded = condition(&status, ConditionType::Degraded);
-        assert_eq!((degraded.status, degraded.reason.as_str()), (ConditionStatus::True, reasons::RESOURCE_CONFLICT));
+        assert_eq!(
+            (degraded.status, degraded.reason.as_str()),
+            (ConditionStatus::True, Reason::ResourceConflict.as_str())
+        );
         assert!(degraded.message.contains("platform.example.com/handover=todo-api"), "{}", degraded.message);
         assert_eq!(condition(&status, ConditionType::Ready).status, ConditionStatus::False);
         assert_eq!(
@@ -709,14 +723,14 @@ mod tests {
             message: "cannot".into(),
         }];
         let status = compute_status(&ms, &contract, None, None, &conflicts, &at(0));
-        assert_eq!(condition(&status, ConditionType::Degraded).reason, reasons::IMMUTABLE_SELECTOR);
+        assert_eq!(condition(&status, ConditionType::Degraded).reason, Reason::ImmutableSelector.as_str());
     }
 
     #[test]
     fn a_missing_service_keeps_it_from_ready() {
         let status = run(&ms(IMAGE_V1, 1, None), Some(&complete(1, IMAGE_V1).build()), false, &at(0));
         assert_eq!(status.phase, Some(Phase::Progressing));
-        assert_eq!(condition(&status, ConditionType::Ready).reason, reasons::SERVICE_NOT_FOUND);
+        assert_eq!(condition(&status, ConditionType::Ready).reason, Reason::ServiceNotFound.as_str());
         assert_eq!(status.image.as_deref(), Some(IMAGE_V1), "the rollout itself is complete");
     }
 
@@ -757,7 +771,7 @@ mod tests {
     }
 
     fn reasons_of(events: &[StatusEvent]) -> Vec<&'static str> {
-        events.iter().map(|e| e.reason).collect()
+        events.iter().map(|e| e.reason.as_str()).collect()
     }
 
     #[test]
@@ -848,5 +862,43 @@ mod tests {
             phases,
             [Some(Pending), Some(Progressing), Some(Degraded), Some(Progressing), Some(Ready), Some(Invalid)]
         );
+    }
+
+    fn cond(type_: ConditionType, status: ConditionStatus, reason: &str, generation: i64, at: &Time) -> Condition {
+        Condition {
+            type_,
+            status,
+            observed_generation: Some(generation),
+            last_transition_time: at.clone(),
+            reason: reason.into(),
+            message: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_permanent_failure_degrades_and_keeps_other_conditions() {
+        let previous = MicroserviceStatus {
+            observed_generation: Some(2),
+            phase: Some(Phase::Ready),
+            conditions: vec![
+                cond(ConditionType::Accepted, ConditionStatus::True, "Accepted", 2, &at(0)),
+                cond(ConditionType::Ready, ConditionStatus::True, "RolloutComplete", 2, &at(0)),
+            ],
+            ..MicroserviceStatus::default()
+        };
+        let now = at(86_400);
+        let s = with_failure(&previous, Some(3), Reason::Forbidden, "no patch on deployments", &now);
+        assert_eq!(s.phase, Some(Phase::Degraded));
+        assert_eq!(s.observed_generation, Some(3));
+        let degraded = condition(&s, ConditionType::Degraded);
+        assert_eq!((degraded.status, degraded.reason.as_str()), (ConditionStatus::True, "Forbidden"));
+        assert_eq!(degraded.last_transition_time, now);
+        let ready = condition(&s, ConditionType::Ready);
+        assert_eq!(ready.status, ConditionStatus::False);
+        assert_eq!(ready.last_transition_time, now, "Ready changed status, so it moved");
+        let accepted = condition(&s, ConditionType::Accepted);
+        assert_eq!(accepted.last_transition_time, at(0));
+        // Recording the same failure again changes nothing (no second status write, no second Event).
+        assert_eq!(with_failure(&s, Some(3), Reason::Forbidden, "no patch on deployments", &now), s);
     }
 }

@@ -226,11 +226,7 @@ pub async fn wait_ready(
 }
 
 fn ready_message(ms: &Microservice) -> String {
-    ms.status
-        .as_ref()
-        .and_then(|s| s.conditions.iter().find(|c| c.type_ == microservice_core::crd::ConditionType::Ready))
-        .map(|c| c.message.clone())
-        .unwrap_or_default()
+    ms.condition(microservice_core::crd::ConditionType::Ready).map(|c| c.message.clone()).unwrap_or_default()
 }
 
 pub async fn run(args: WaitArgs) -> ExitCode {
