@@ -306,39 +306,15 @@ pub fn transition_line(ms: &Microservice) -> String {
     line
 }
 
-/// Parses humane durations: `90s`, `2m`, `1h30m`, `1.5s`, `500ms`; a bare number is seconds.
+/// Durations as people write them, parsed by humantime: `90s`, `2m`, `1h30m`, `1.5s`, `500ms`; a bare number is
+/// seconds (as kubectl's `--timeout=45` is).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     if let Ok(seconds) = text.parse::<f64>() {
-        return seconds_to_duration(seconds, text);
+        return Duration::try_from_secs_f64(seconds).map_err(|_| format!("`{text}` is not a usable duration"));
     }
-    let mut total = 0.0;
-    let mut rest = text;
-    if rest.is_empty() {
-        return Err("empty duration; write e.g. 90s, 2m or 1h".to_string());
-    }
-    while !rest.is_empty() {
-        let number_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
-        let unit_len =
-            rest[number_len..].find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len() - number_len);
-        let (number, unit) = (&rest[..number_len], &rest[number_len..number_len + unit_len]);
-        let value: f64 =
-            number.parse().map_err(|_| format!("`{text}` is not a duration; write e.g. 90s, 2m, 1h30m or 500ms"))?;
-        let scale = match unit {
-            "ms" => 0.001,
-            "s" | "sec" => 1.0,
-            "m" | "min" => 60.0,
-            "h" => 3600.0,
-            _ => return Err(format!("`{text}`: unknown unit `{unit}`; use ms, s, m or h")),
-        };
-        total += value * scale;
-        rest = &rest[number_len + unit_len..];
-    }
-    seconds_to_duration(total, text)
-}
-
-fn seconds_to_duration(seconds: f64, text: &str) -> Result<Duration, String> {
-    Duration::try_from_secs_f64(seconds).map_err(|_| format!("`{text}` is not a usable duration"))
+    humantime::parse_duration(text)
+        .map_err(|e| format!("`{text}` is not a duration ({e}); write e.g. 90s, 2m, 1h30m or 500ms"))
 }
 
 /// `1.23s`, `250ms`, `2m05s`.
@@ -534,7 +510,7 @@ mod tests {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
         assert_eq!(parse_duration("45"), Ok(Duration::from_secs(45)));
-        assert!(parse_duration("2 weeks").is_err());
+        assert!(parse_duration("2 fortnights").is_err());
         assert!(parse_duration("").is_err());
         assert!(parse_duration("-1s").is_err());
         assert_eq!(format_duration(Duration::from_millis(250)), "250ms");

@@ -172,12 +172,7 @@ pub async fn wait_ready(
 ) -> Result<Outcome, WaitError> {
     let api: Api<Microservice> = Api::namespaced(client.clone(), namespace);
     // One cheap request first, so an unreachable cluster or a missing CRD is an error now, not a timeout later.
-    api.list(&ListParams::default().limit(1)).await.map_err(|e| {
-        WaitError::Query(match &e {
-            kube::Error::Api(status) if status.code == 404 => crate::status::QueryError::NoCrd,
-            _ => crate::status::QueryError::Api(e),
-        })
-    })?;
+    api.list(&ListParams::default().limit(1)).await.map_err(|e| WaitError::Query(crate::status::api_error(e)))?;
     let mut last = format!("Microservice {namespace}/{name} does not exist");
     // Check once before watching: with `--timeout 0s` this is the answer (the deadline would otherwise win the
     // race against the watch's first event), and an object already Ready or refused needs no watch.

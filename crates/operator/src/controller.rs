@@ -21,6 +21,7 @@ use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
 use crate::backoff::{Backoff, BackoffPolicy};
+use crate::connection::scoped_api as api;
 use crate::error::{Class, Error};
 use crate::health::Health;
 use crate::metrics::Metrics;
@@ -73,19 +74,6 @@ pub struct Context {
     pub backoff: Backoff,
     pub metrics: Arc<Metrics>,
     pub written: WrittenStatuses,
-}
-
-fn api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
-where
-    K: Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug,
-{
-    match namespace {
-        Some(ns) => Api::namespaced(client.clone(), ns),
-        None => Api::all(client.clone()),
-    }
 }
 
 /// Where child events go: the running Controller's trigger queue, or nowhere while this replica is a standby

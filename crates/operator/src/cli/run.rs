@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use kube::api::ListParams;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
+
+use crate::connection::{ConfigError, crd_missing, scoped_api};
 use thiserror::Error;
 use tracing::{info, warn};
 
@@ -324,42 +325,33 @@ async fn run_operator(args: RunArgs) -> Result<(), RunError> {
     }
 }
 
-/// `--kubeconfig` (with `--context`), else `--context` in the default kubeconfig, else in-cluster or the default
-/// kubeconfig as every Kubernetes client does.
+/// The cluster configuration from `--kubeconfig` and `--context` (see [`connection::load_config`]).
 async fn kube_config(args: &RunArgs) -> Result<kube::Config, RunError> {
-    let options = KubeConfigOptions { context: args.context.clone(), ..KubeConfigOptions::default() };
-    match (&args.kubeconfig, &args.context) {
-        (Some(path), _) => {
-            let file = Kubeconfig::read_from(path)
-                .map_err(|e| RunError::KubeconfigFile { path: path.display().to_string(), reason: e.to_string() })?;
-            kube::Config::from_custom_kubeconfig(file, &options)
-                .await
-                .map_err(|e| RunError::KubeconfigFile { path: path.display().to_string(), reason: e.to_string() })
+    connection::load_config(args.kubeconfig.as_deref(), args.context.as_deref()).await.map_err(|e| match e {
+        ConfigError::Read { path, reason } | ConfigError::Custom { path, reason } => {
+            RunError::KubeconfigFile { path, reason }
         }
-        (None, Some(_)) => {
-            kube::Config::from_kubeconfig(&options).await.map_err(|e| RunError::Kubeconfig(e.to_string()))
-        }
-        (None, None) => kube::Config::infer().await.map_err(|e| RunError::Kubeconfig(e.to_string())),
-    }
+        ConfigError::Default(reason) => RunError::Kubeconfig(reason),
+    })
 }
 
 /// One list of at most one Microservice, as the controller's watch will ask: a missing CRD, a malformed selector or
 /// missing RBAC is then one error line at start instead of a watch retrying forever.
 async fn can_list(client: &Client, settings: &Settings) -> Result<(), RunError> {
+    let api: Api<Microservice> = scoped_api(client, settings.config.namespace.as_deref());
     let namespace = settings.config.namespace.as_deref();
     let scope = namespace.map_or_else(|| "in all namespaces".to_string(), |ns| format!("in namespace {ns}"));
     let mut params = ListParams::default().limit(1);
     if let Some(selector) = &settings.config.selector {
         params = params.labels(selector);
     }
-    let listed =
-        match tokio::time::timeout(REACHABILITY_TIMEOUT, scoped_api(client, namespace).list_metadata(&params)).await {
-            Ok(listed) => listed,
-            Err(_) => return Err(RunError::List { scope, reason: format!("no answer in {REACHABILITY_TIMEOUT:?}") }),
-        };
+    let listed = match tokio::time::timeout(REACHABILITY_TIMEOUT, api.list_metadata(&params)).await {
+        Ok(listed) => listed,
+        Err(_) => return Err(RunError::List { scope, reason: format!("no answer in {REACHABILITY_TIMEOUT:?}") }),
+    };
     match listed {
         Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.code == 404 => Err(RunError::NoCrd),
+        Err(e) if crd_missing(&e) => Err(RunError::NoCrd),
         Err(kube::Error::Api(status)) if status.code == 400 && settings.config.selector.is_some() => {
             Err(RunError::Selector {
                 selector: settings.config.selector.clone().unwrap_or_default(),
@@ -371,13 +363,6 @@ async fn can_list(client: &Client, settings: &Settings) -> Result<(), RunError> 
             reason: connection::describe_status(status.code, &status.reason, &status.message),
         }),
         Err(e) => Err(RunError::List { scope, reason: connection::describe(&e) }),
-    }
-}
-
-fn scoped_api(client: &Client, namespace: Option<&str>) -> Api<Microservice> {
-    match namespace {
-        Some(ns) => Api::namespaced(client.clone(), ns),
-        None => Api::all(client.clone()),
     }
 }
 
