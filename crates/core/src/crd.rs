@@ -24,7 +24,7 @@ const EXAMPLE_IMAGE: &str = "ghcr.io/example/todo-api:1.4.2";
 /// (a regex in an error message helps nobody). The digest's exact length and everything the platform decides
 /// (allowed repositories, mutable tags) are the contract's: the admission policy and the operator explain those.
 pub fn image_rules() -> Vec<(String, String)> {
-    use crate::admission_policy::lit;
+    use crate::wording::lit;
     let rules: [(String, &str); 6] = [
         ("size(self) > 0".into(), "the image is empty"),
         (

@@ -8,6 +8,7 @@ pub mod crd;
 pub mod desired;
 pub mod drift;
 pub mod image;
+pub mod next_step;
 pub mod ownership;
 pub mod profile;
 pub mod reason;

@@ -18,6 +18,7 @@ pub use watch::WatchItem;
 use crate::error::{ApiError, ApiResult, Cause, qualified_resource};
 use crate::resources::{Origin, ResourceRef, ResourceType};
 use crate::schema::CompiledSchema;
+pub use crate::store::{Change, ChangeKind};
 use crate::store::{Committed, Mutation, ObjectKey, ResourceKey, State, Store};
 use meta::{finalizers, get_path, is_deleting, meta_mut, meta_str, now_rfc3339, resource_version, set_path};
 use registry::Registry;
@@ -164,24 +165,6 @@ pub struct WriteOutcome {
     pub created: bool,
     /// `Warning:` header texts (e.g. unknown fields under fieldValidation=Warn).
     pub warnings: Vec<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChangeKind {
-    Added,
-    Modified,
-    Deleted,
-}
-
-/// A committed change, published to in-process subscribers (the simulated controllers).
-#[derive(Debug, Clone)]
-pub struct Change {
-    pub rt: ResourceRef,
-    pub kind: ChangeKind,
-    pub object: Arc<Value>,
-    /// The previous state for Modified and Deleted.
-    pub old: Option<Arc<Value>>,
-    pub resource_version: u64,
 }
 
 /// The namespaces every cluster starts with.
@@ -446,7 +429,7 @@ impl Cluster {
         if rv_match.is_some() && rv_param.is_none() {
             return Err(ApiError::invalid_options(
                 "ListOptions",
-                vec![crate::builtin::names::err::forbidden(
+                vec![crate::names::err::forbidden(
                     "resourceVersionMatch",
                     "resourceVersionMatch is forbidden unless resourceVersion is provided",
                 )],
@@ -489,7 +472,7 @@ impl Cluster {
                     // Upstream's ValidateListOptions: an unknown match is an invalid value.
                     return Err(ApiError::invalid_options(
                         "ListOptions",
-                        vec![crate::builtin::names::err::invalid_str("resourceVersionMatch", other, "unknown value")],
+                        vec![crate::names::err::invalid_str("resourceVersionMatch", other, "unknown value")],
                     ));
                 }
             },

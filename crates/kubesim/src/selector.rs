@@ -6,8 +6,8 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use crate::builtin::names::{label_value_errors, qualified_name_errors};
 use crate::error::{ApiError, ApiResult};
+use crate::names::{label_value_errors, qualified_name_errors};
 
 /// The operator of one label requirement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -30,8 +30,7 @@ use crate::written::WrittenStatuses;
 use microservice_core::crd::Microservice;
 use microservice_core::profile::PlatformProfile;
 
-/// The controller name in Events and metrics.
-pub const CONTROLLER_NAME: &str = "microservice-operator";
+pub use crate::identity::CONTROLLER_NAME;
 
 /// What the operator watches and how.
 #[derive(Debug, Clone)]

@@ -8,6 +8,7 @@ pub mod controller;
 pub mod error;
 pub mod health;
 pub mod http;
+pub mod identity;
 pub mod leader;
 pub mod metrics;
 pub mod reconcile;

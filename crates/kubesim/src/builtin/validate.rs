@@ -3,8 +3,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::names::{self, err, go_repr};
 use crate::error::Cause;
+use crate::names::{self, err, go_repr};
 use crate::resources::ResourceType;
 
 pub fn validate(rt: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Cause> {

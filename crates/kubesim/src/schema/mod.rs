@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use regex::Regex;
 use serde_json::{Map, Value};
 
-use crate::builtin::names::{self, err, go_repr};
 use crate::error::Cause;
+use crate::names::{self, err, go_repr};
 
 /// What `additionalProperties` says.
 #[derive(Debug, Clone)]
