@@ -53,19 +53,10 @@ pub enum Reason {
 pub struct UnknownReason(pub String);
 
 impl Reason {
-    /// The contract's refusal reasons.
-    pub const CONTRACT: [Reason; 8] = [
-        Reason::InvalidImageReference,
-        Reason::MissingTag,
-        Reason::MutableTag,
-        Reason::ImageNotAllowed,
-        Reason::PortOutOfRange,
-        Reason::PortReserved,
-        Reason::ReplicasOutOfRange,
-        Reason::InvalidName,
-    ];
+    /// The contract's refusal reasons: the first eight of [`Reason::ALL`].
+    pub const CONTRACT: &'static [Reason] = Reason::ALL.split_at(8).0;
 
-    /// Every reason, e.g. to check that the names are distinct.
+    /// Every reason, the contract's refusals first, e.g. to check that the names are distinct.
     pub const ALL: [Reason; 29] = [
         Reason::InvalidImageReference,
         Reason::MissingTag,
