@@ -90,6 +90,8 @@ fn validation(reason: Reason, expression: String, message_expression: String) ->
     })
 }
 
+// Over 80 lines on purpose: A table: the policy's manifest with one validation per contract rule, each with its CEL
+// expression and the contract's own message, in the contract's order.
 /// The ValidatingAdmissionPolicy for `profile`.
 pub fn policy(profile: &PlatformProfile) -> Value {
     let mutable = string_list(&profile.mutable_tags);

@@ -62,23 +62,7 @@ pub fn compute_status(
         }
         Ok(contract) => match ours {
             None => Outcome::DeploymentMissing,
-            Some(d) => {
-                let rollout = Rollout::of(d, generation, contract.replicas);
-                if let Some(detail) = rollout.deadline_exceeded(d) {
-                    Outcome::DeadlineExceeded(format!("generation {generation_text} {detail}"))
-                } else if !rollout.complete() && d.spec.as_ref().and_then(|s| s.paused) == Some(true) {
-                    Outcome::Paused(format!(
-                        "the Deployment is paused (kubectl rollout pause), so generation {generation_text} will not \
-                         roll out ({}); resume it: kubectl rollout resume deployment/{name} -n {namespace}",
-                        rollout.message(&generation_text)
-                    ))
-                } else if !rollout.complete() {
-                    Outcome::Rolling(rollout.message(&generation_text))
-                } else {
-                    let image = rolled_out_image(d).unwrap_or_else(|| contract.image.clone());
-                    if service.is_none() { Outcome::ServiceMissing(image) } else { Outcome::Complete(image) }
-                }
-            }
+            Some(d) => rollout_outcome(d, contract, service.is_some(), generation, &generation_text, namespace, name),
         },
     };
 
@@ -90,7 +74,81 @@ pub fn compute_status(
         }
         _ => (True, Reason::Accepted, "the spec satisfies the platform contract".to_string()),
     };
-    let (progressing, ready, degraded, phase) = match &outcome {
+    let (progressing, ready, degraded, phase) = conditions_for(&outcome, &generation_text, namespace, name);
+
+    let make = |type_: ConditionType, (status, reason, message): (ConditionStatus, Reason, String)| {
+        transition(&previous, type_, status, reason, message, generation, now)
+    };
+    let conditions = vec![
+        make(ConditionType::Accepted, accepted),
+        make(ConditionType::Progressing, progressing),
+        make(ConditionType::Ready, ready),
+        make(ConditionType::Degraded, degraded),
+    ];
+
+    let observed = ours.and_then(|d| d.status.as_ref());
+    let ready_replicas = ours.map(|_| observed.and_then(|s| s.ready_replicas).unwrap_or(0));
+    let replicas = ours.map(|_| observed.and_then(|s| s.replicas).unwrap_or(0));
+    let desired_replicas = match contract {
+        Ok(contract) => Some(contract.replicas),
+        Err(_) => ours.and_then(|d| d.spec.as_ref()).and_then(|s| s.replicas),
+    };
+    let image = match &outcome {
+        Outcome::Complete(image) | Outcome::ServiceMissing(image) => Some(image.clone()),
+        _ => previous.image.clone(),
+    };
+
+    MicroserviceStatus {
+        observed_generation: previous.observed_generation.max(generation),
+        phase: Some(phase),
+        conditions,
+        ready_replicas,
+        replicas,
+        replicas_summary: desired_replicas.map(|d| format!("{}/{d}", ready_replicas.unwrap_or(0))),
+        image,
+        last_accepted: last_accepted(contract, generation, &previous),
+    }
+}
+
+/// What our Deployment says about the current generation's rollout (the contract is valid, nothing conflicts).
+fn rollout_outcome<'a>(
+    d: &Deployment,
+    contract: &Contract,
+    service_exists: bool,
+    generation: Option<i64>,
+    generation_text: &str,
+    namespace: &str,
+    name: &str,
+) -> Outcome<'a> {
+    let rollout = Rollout::of(d, generation, contract.replicas);
+    if let Some(detail) = rollout.deadline_exceeded(d) {
+        Outcome::DeadlineExceeded(format!("generation {generation_text} {detail}"))
+    } else if !rollout.complete() && d.spec.as_ref().and_then(|s| s.paused) == Some(true) {
+        Outcome::Paused(format!(
+            "the Deployment is paused (kubectl rollout pause), so generation {generation_text} will not \
+             roll out ({}); resume it: kubectl rollout resume deployment/{name} -n {namespace}",
+            rollout.message(generation_text)
+        ))
+    } else if !rollout.complete() {
+        Outcome::Rolling(rollout.message(generation_text))
+    } else {
+        let image = rolled_out_image(d).unwrap_or_else(|| contract.image.clone());
+        if service_exists { Outcome::Complete(image) } else { Outcome::ServiceMissing(image) }
+    }
+}
+
+/// (status, reason, message) of a condition.
+type Verdict = (ConditionStatus, Reason, String);
+
+/// Progressing, Ready and Degraded, and the phase, for what stands between the generation and Ready.
+fn conditions_for(
+    outcome: &Outcome<'_>,
+    generation_text: &str,
+    namespace: &str,
+    name: &str,
+) -> (Verdict, Verdict, Verdict, Phase) {
+    use ConditionStatus::{False, True};
+    match outcome {
         Outcome::Invalid(_) => {
             let message = format!("nothing is rolled out for generation {generation_text} until the spec is fixed");
             (
@@ -153,39 +211,6 @@ pub fn compute_status(
                 Phase::Ready,
             )
         }
-    };
-
-    let make = |type_: ConditionType, (status, reason, message): (ConditionStatus, Reason, String)| {
-        transition(&previous, type_, status, reason, message, generation, now)
-    };
-    let conditions = vec![
-        make(ConditionType::Accepted, accepted),
-        make(ConditionType::Progressing, progressing),
-        make(ConditionType::Ready, ready),
-        make(ConditionType::Degraded, degraded),
-    ];
-
-    let observed = ours.and_then(|d| d.status.as_ref());
-    let ready_replicas = ours.map(|_| observed.and_then(|s| s.ready_replicas).unwrap_or(0));
-    let replicas = ours.map(|_| observed.and_then(|s| s.replicas).unwrap_or(0));
-    let desired_replicas = match contract {
-        Ok(contract) => Some(contract.replicas),
-        Err(_) => ours.and_then(|d| d.spec.as_ref()).and_then(|s| s.replicas),
-    };
-    let image = match &outcome {
-        Outcome::Complete(image) | Outcome::ServiceMissing(image) => Some(image.clone()),
-        _ => previous.image.clone(),
-    };
-
-    MicroserviceStatus {
-        observed_generation: previous.observed_generation.max(generation),
-        phase: Some(phase),
-        conditions,
-        ready_replicas,
-        replicas,
-        replicas_summary: desired_replicas.map(|d| format!("{}/{d}", ready_replicas.unwrap_or(0))),
-        image,
-        last_accepted: last_accepted(contract, generation, &previous),
     }
 }
 

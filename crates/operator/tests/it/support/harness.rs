@@ -231,7 +231,7 @@ pub fn microservice(name: &str, image: &str) -> Microservice {
 }
 
 pub fn condition(status: &MicroserviceStatus, type_: ConditionType) -> Option<&Condition> {
-    status.conditions.iter().find(|c| c.type_ == type_)
+    status.condition(type_)
 }
 
 /// True when the condition holds for the generation it is compared with.
