@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::contract::{Reason, example_repository, free_port_suggestion, join_ports};
 use crate::image::{DEFAULT_REGISTRY, ImageRefError, LEGACY_DEFAULT_REGISTRY, MAX_NAME_LEN, OFFICIAL_PREFIX};
 use crate::profile::{MAX_PORT, MAX_REPLICAS, MIN_PORT, MIN_REPLICAS, PlatformProfile};
-use crate::wording::{self, Piece};
+use crate::wording::{self, Piece, lit};
 
 /// The policy's and the binding's name.
 pub const POLICY_NAME: &str = "microservice-contract.platform.example.com";
@@ -28,25 +28,6 @@ const HOST: &str =
 /// `char::is_whitespace` in ASCII; RE2's `\s` and Rust's differ, an explicit class reads the same in both.
 const WHITESPACE: &str = r"[ \t\n\x0B\f\r]";
 const DNS1035_LABEL: &str = r"^[a-z]([-a-z0-9]*[a-z0-9])?$";
-
-/// A CEL string literal.
-pub(crate) fn lit(text: &str) -> String {
-    let mut out = String::from("'");
-    for c in text.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\'' => out.push_str("\\'"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            '\u{b}' => out.push_str("\\v"),
-            '\u{c}' => out.push_str("\\f"),
-            c => out.push(c),
-        }
-    }
-    out.push('\'');
-    out
-}
 
 fn string_list<S: AsRef<str>>(items: &[S]) -> String {
     format!("[{}]", items.iter().map(|s| lit(s.as_ref())).collect::<Vec<_>>().join(", "))
@@ -109,6 +90,8 @@ fn validation(reason: Reason, expression: String, message_expression: String) ->
     })
 }
 
+// Over 80 lines on purpose: A table: the policy's manifest with one validation per contract rule, each with its CEL
+// expression and the contract's own message, in the contract's order.
 /// The ValidatingAdmissionPolicy for `profile`.
 pub fn policy(profile: &PlatformProfile) -> Value {
     let mutable = string_list(&profile.mutable_tags);

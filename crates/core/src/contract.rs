@@ -1,13 +1,12 @@
 //! The platform contract: which Microservice specs the platform runs, decided before anything is deployed.
 //! Every refusal names the field, a stable CamelCase reason (for conditions and Events) and what to write instead.
 
-use std::fmt;
-
 use thiserror::Error;
 
 use crate::crd::{Microservice, MicroserviceSpec};
 use crate::image::ImageReference;
 use crate::profile::{MAX_PORT, MAX_REPLICAS, MIN_PORT, MIN_REPLICAS, PlatformProfile};
+pub use crate::reason::Reason;
 use crate::wording;
 
 /// A spec the platform accepted, with the values the desired state is built from.
@@ -20,52 +19,6 @@ pub struct Contract {
     pub version: String,
     pub port: i32,
     pub replicas: i32,
-}
-
-/// Stable, machine-readable causes of a refusal. The CamelCase names are API: conditions and Events carry them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Reason {
-    InvalidImageReference,
-    MissingTag,
-    MutableTag,
-    ImageNotAllowed,
-    PortOutOfRange,
-    PortReserved,
-    ReplicasOutOfRange,
-    InvalidName,
-}
-
-impl Reason {
-    /// Every reason, e.g. to map a condition's reason string back to one.
-    pub const ALL: [Reason; 8] = [
-        Reason::InvalidImageReference,
-        Reason::MissingTag,
-        Reason::MutableTag,
-        Reason::ImageNotAllowed,
-        Reason::PortOutOfRange,
-        Reason::PortReserved,
-        Reason::ReplicasOutOfRange,
-        Reason::InvalidName,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::InvalidImageReference => "InvalidImageReference",
-            Reason::MissingTag => "MissingTag",
-            Reason::MutableTag => "MutableTag",
-            Reason::ImageNotAllowed => "ImageNotAllowed",
-            Reason::PortOutOfRange => "PortOutOfRange",
-            Reason::PortReserved => "PortReserved",
-            Reason::ReplicasOutOfRange => "ReplicasOutOfRange",
-            Reason::InvalidName => "InvalidName",
-        }
-    }
-}
-
-impl fmt::Display for Reason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 /// One broken rule. `message` says what is wrong and what to write instead.
@@ -352,14 +305,10 @@ mod tests {
     }
 
     #[test]
-    fn reasons_are_camel_case_and_distinct() {
-        let all = Reason::ALL;
-        let names: std::collections::BTreeSet<_> = all.iter().map(|r| r.as_str()).collect();
-        assert_eq!(names.len(), all.len());
-        for name in names {
-            assert!(name.starts_with(|c: char| c.is_ascii_uppercase()), "{name}");
-            assert!(name.chars().all(|c| c.is_ascii_alphanumeric()), "{name}");
-        }
+    fn every_violation_reason_is_a_refusal() {
+        let profile = PlatformProfile::default();
+        let violations = validate(&spec("nginx:latest", 80, Some(0)), &profile).unwrap_err();
+        assert!(violations.iter().all(|v| v.reason.is_refusal()), "{violations:?}");
     }
 
     #[test]

@@ -24,7 +24,7 @@ const EXAMPLE_IMAGE: &str = "ghcr.io/example/todo-api:1.4.2";
 /// (a regex in an error message helps nobody). The digest's exact length and everything the platform decides
 /// (allowed repositories, mutable tags) are the contract's: the admission policy and the operator explain those.
 pub fn image_rules() -> Vec<(String, String)> {
-    use crate::admission_policy::lit;
+    use crate::wording::lit;
     let rules: [(String, &str); 6] = [
         ("size(self) > 0".into(), "the image is empty"),
         (
@@ -215,10 +215,17 @@ impl ConditionType {
     }
 }
 
+impl MicroserviceStatus {
+    /// The condition of this type, if the status has one.
+    pub fn condition(&self, type_: ConditionType) -> Option<&Condition> {
+        self.conditions.iter().find(|c| c.type_ == type_)
+    }
+}
+
 impl Microservice {
-    /// Replicas the Deployment should run: the spec's number, or the platform default.
-    pub fn desired_replicas(&self, default_replicas: i32) -> i32 {
-        self.spec.replicas.unwrap_or(default_replicas)
+    /// The status condition of this type, if the status has one.
+    pub fn condition(&self, type_: ConditionType) -> Option<&Condition> {
+        self.status.as_ref().and_then(|s| s.condition(type_))
     }
 }
 

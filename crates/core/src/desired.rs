@@ -102,6 +102,8 @@ fn child_metadata(ms: &Microservice, labels: BTreeMap<String, String>) -> Result
     })
 }
 
+// Over 80 lines on purpose: The desired Deployment written out field by field, as the golden files show it; splitting
+// it would scatter one manifest.
 pub fn desired_deployment(
     ms: &Microservice,
     contract: &Contract,

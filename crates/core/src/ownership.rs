@@ -119,13 +119,20 @@ impl Conflict {
     }
 }
 
+/// The command that hands the `kind` named `name` in `namespace` over to the Microservice of the same name.
+pub fn handover_command(kind: ChildKind, namespace: &str, name: &str) -> String {
+    // --overwrite: the annotation may already name another Microservice, and kubectl refuses to replace it without.
+    format!("kubectl annotate {} {name} -n {namespace} {HANDOVER_ANNOTATION}={name} --overwrite", kind.resource())
+}
+
 /// The conflict an ownership verdict amounts to, if any.
 pub fn conflict(ms: &Microservice, kind: ChildKind, ownership: &Ownership) -> Option<Conflict> {
+    if ownership.writable() {
+        return None;
+    }
     let name = ms.metadata.name.clone().unwrap_or_default();
     let namespace = ms.metadata.namespace.clone().unwrap_or_default();
-    // --overwrite: the annotation may already name another Microservice, and kubectl refuses to replace it without.
-    let handover =
-        format!("kubectl annotate {} {name} -n {namespace} {HANDOVER_ANNOTATION}={name} --overwrite", kind.resource());
+    let handover = handover_command(kind, &namespace, &name);
     let (reason, message) = match ownership {
         Ownership::Absent | Ownership::Owned | Ownership::HandedOver => return None,
         Ownership::Unowned => (

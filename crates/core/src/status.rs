@@ -12,29 +12,14 @@ use crate::crd::{
     AcceptedContract, Condition, ConditionStatus, ConditionType, Microservice, MicroserviceStatus, Phase,
 };
 use crate::desired::{CONTAINER_NAME, GENERATION_ANNOTATION};
-use crate::ownership::{ChildKind, Conflict, ConflictReason};
-
-/// Condition reasons (CamelCase, never empty). Contract violations use their own reasons on Accepted.
-pub mod reasons {
-    pub const ACCEPTED: &str = "Accepted";
-    pub const INVALID_SPEC: &str = "InvalidSpec";
-    pub const CREATING: &str = "Creating";
-    pub const ROLLOUT_IN_PROGRESS: &str = "RolloutInProgress";
-    pub const ROLLOUT_COMPLETE: &str = "RolloutComplete";
-    pub const SERVICE_NOT_FOUND: &str = "ServiceNotFound";
-    pub const PROGRESS_DEADLINE_EXCEEDED: &str = "ProgressDeadlineExceeded";
-    pub const RESOURCE_CONFLICT: &str = "ResourceConflict";
-    pub const IMMUTABLE_SELECTOR: &str = "ImmutableSelector";
-    pub const AS_EXPECTED: &str = "AsExpected";
-    /// The Deployment is paused (`kubectl rollout pause`) with the current generation not rolled out.
-    pub const DEPLOYMENT_PAUSED: &str = "DeploymentPaused";
-}
+use crate::ownership::{ChildKind, Conflict};
+use crate::reason::Reason;
 
 /// What stands between the current generation and Ready, most important first.
 enum Outcome<'a> {
     Invalid(&'a [Violation]),
     Conflict {
-        reason: &'static str,
+        reason: Reason,
         message: String,
     },
     DeadlineExceeded(String),
@@ -58,9 +43,7 @@ pub fn compute_status(
     now: &Time,
 ) -> MicroserviceStatus {
     let previous = ms.status.clone().unwrap_or_default();
-    // metav1.Time has whole seconds on the wire; a finer value would differ from its own read-back and cause a
-    // second, needless status write.
-    let now = &Time(Timestamp::from_second(now.0.as_second()).unwrap_or(now.0));
+    let now = &whole_seconds(now);
     let generation = ms.metadata.generation;
     let name = ms.metadata.name.as_deref().unwrap_or_default();
     let namespace = ms.metadata.namespace.as_deref().unwrap_or_default();
@@ -71,117 +54,30 @@ pub fn compute_status(
     let outcome = match contract {
         Err(violations) => Outcome::Invalid(violations),
         Ok(_) if !conflicts.is_empty() => {
-            let permanent = conflicts.iter().any(|c| c.reason == ConflictReason::ImmutableSelector);
+            let permanent = conflicts.iter().any(Conflict::permanent);
             Outcome::Conflict {
-                reason: if permanent { reasons::IMMUTABLE_SELECTOR } else { reasons::RESOURCE_CONFLICT },
+                reason: if permanent { Reason::ImmutableSelector } else { Reason::ResourceConflict },
                 message: conflicts.iter().map(|c| c.message.as_str()).collect::<Vec<_>>().join("; "),
             }
         }
         Ok(contract) => match ours {
             None => Outcome::DeploymentMissing,
-            Some(d) => {
-                let rollout = Rollout::of(d, generation, contract.replicas);
-                if let Some(detail) = rollout.deadline_exceeded(d) {
-                    Outcome::DeadlineExceeded(format!("generation {generation_text} {detail}"))
-                } else if !rollout.complete() && d.spec.as_ref().and_then(|s| s.paused) == Some(true) {
-                    Outcome::Paused(format!(
-                        "the Deployment is paused (kubectl rollout pause), so generation {generation_text} will not \
-                         roll out ({}); resume it: kubectl rollout resume deployment/{name} -n {namespace}",
-                        rollout.message(&generation_text)
-                    ))
-                } else if !rollout.complete() {
-                    Outcome::Rolling(rollout.message(&generation_text))
-                } else {
-                    let image = rolled_out_image(d).unwrap_or_else(|| contract.image.clone());
-                    if service.is_none() { Outcome::ServiceMissing(image) } else { Outcome::Complete(image) }
-                }
-            }
+            Some(d) => rollout_outcome(d, contract, service.is_some(), generation, &generation_text, namespace, name),
         },
     };
 
     use ConditionStatus::{False, True};
     let accepted = match &outcome {
         Outcome::Invalid(violations) => {
-            let reason = violations.first().map_or(reasons::INVALID_SPEC, |v| v.reason.as_str());
+            let reason = violations.first().map_or(Reason::InvalidSpec, |v| v.reason);
             (False, reason, summarize(violations))
         }
-        _ => (True, reasons::ACCEPTED, "the spec satisfies the platform contract".to_string()),
+        _ => (True, Reason::Accepted, "the spec satisfies the platform contract".to_string()),
     };
-    let (progressing, ready, degraded, phase) = match &outcome {
-        Outcome::Invalid(_) => {
-            let message = format!("nothing is rolled out for generation {generation_text} until the spec is fixed");
-            (
-                (False, reasons::INVALID_SPEC, message.clone()),
-                (False, reasons::INVALID_SPEC, message.clone()),
-                (False, reasons::INVALID_SPEC, message),
-                Phase::Invalid,
-            )
-        }
-        Outcome::Conflict { reason, message } => (
-            (False, *reason, message.clone()),
-            (False, *reason, message.clone()),
-            (True, *reason, message.clone()),
-            Phase::Degraded,
-        ),
-        Outcome::DeadlineExceeded(message) => (
-            (False, reasons::PROGRESS_DEADLINE_EXCEEDED, message.clone()),
-            (False, reasons::PROGRESS_DEADLINE_EXCEEDED, message.clone()),
-            (True, reasons::PROGRESS_DEADLINE_EXCEEDED, message.clone()),
-            Phase::Degraded,
-        ),
-        Outcome::Paused(message) => (
-            (False, reasons::DEPLOYMENT_PAUSED, message.clone()),
-            (False, reasons::DEPLOYMENT_PAUSED, message.clone()),
-            (True, reasons::DEPLOYMENT_PAUSED, message.clone()),
-            Phase::Degraded,
-        ),
-        Outcome::DeploymentMissing => {
-            let message = format!("creating Deployment {namespace}/{name} for generation {generation_text}");
-            (
-                (True, reasons::CREATING, message.clone()),
-                (False, reasons::CREATING, message),
-                as_expected(),
-                Phase::Pending,
-            )
-        }
-        Outcome::Rolling(message) => (
-            (True, reasons::ROLLOUT_IN_PROGRESS, message.clone()),
-            (False, reasons::ROLLOUT_IN_PROGRESS, message.clone()),
-            as_expected(),
-            Phase::Progressing,
-        ),
-        Outcome::ServiceMissing(_) => {
-            let message =
-                format!("creating Service {namespace}/{name}; the rollout of generation {generation_text} is complete");
-            (
-                (True, reasons::SERVICE_NOT_FOUND, message.clone()),
-                (False, reasons::SERVICE_NOT_FOUND, message),
-                as_expected(),
-                Phase::Progressing,
-            )
-        }
-        Outcome::Complete(image) => {
-            let message =
-                format!("generation {generation_text} is rolled out: every replica runs {image} and is available");
-            (
-                (False, reasons::ROLLOUT_COMPLETE, message.clone()),
-                (True, reasons::ROLLOUT_COMPLETE, message),
-                as_expected(),
-                Phase::Ready,
-            )
-        }
-    };
+    let (progressing, ready, degraded, phase) = conditions_for(&outcome, &generation_text, namespace, name);
 
-    let make = |type_: ConditionType, (status, reason, message): (ConditionStatus, &str, String)| {
-        let unchanged = previous.conditions.iter().find(|c| c.type_ == type_).filter(|c| c.status == status);
-        Condition {
-            type_,
-            status,
-            observed_generation: generation,
-            last_transition_time: unchanged.map_or_else(|| now.clone(), |c| c.last_transition_time.clone()),
-            reason: reason.to_string(),
-            message,
-        }
+    let make = |type_: ConditionType, (status, reason, message): (ConditionStatus, Reason, String)| {
+        transition(&previous, type_, status, reason, message, generation, now)
     };
     let conditions = vec![
         make(ConditionType::Accepted, accepted),
@@ -214,6 +110,110 @@ pub fn compute_status(
     }
 }
 
+/// What our Deployment says about the current generation's rollout (the contract is valid, nothing conflicts).
+fn rollout_outcome<'a>(
+    d: &Deployment,
+    contract: &Contract,
+    service_exists: bool,
+    generation: Option<i64>,
+    generation_text: &str,
+    namespace: &str,
+    name: &str,
+) -> Outcome<'a> {
+    let rollout = Rollout::of(d, generation, contract.replicas);
+    if let Some(detail) = rollout.deadline_exceeded(d) {
+        Outcome::DeadlineExceeded(format!("generation {generation_text} {detail}"))
+    } else if !rollout.complete() && d.spec.as_ref().and_then(|s| s.paused) == Some(true) {
+        Outcome::Paused(format!(
+            "the Deployment is paused (kubectl rollout pause), so generation {generation_text} will not \
+             roll out ({}); resume it: kubectl rollout resume deployment/{name} -n {namespace}",
+            rollout.message(generation_text)
+        ))
+    } else if !rollout.complete() {
+        Outcome::Rolling(rollout.message(generation_text))
+    } else {
+        let image = rolled_out_image(d).unwrap_or_else(|| contract.image.clone());
+        if service_exists { Outcome::Complete(image) } else { Outcome::ServiceMissing(image) }
+    }
+}
+
+/// (status, reason, message) of a condition.
+type Verdict = (ConditionStatus, Reason, String);
+
+/// Progressing, Ready and Degraded, and the phase, for what stands between the generation and Ready.
+fn conditions_for(
+    outcome: &Outcome<'_>,
+    generation_text: &str,
+    namespace: &str,
+    name: &str,
+) -> (Verdict, Verdict, Verdict, Phase) {
+    use ConditionStatus::{False, True};
+    match outcome {
+        Outcome::Invalid(_) => {
+            let message = format!("nothing is rolled out for generation {generation_text} until the spec is fixed");
+            (
+                (False, Reason::InvalidSpec, message.clone()),
+                (False, Reason::InvalidSpec, message.clone()),
+                (False, Reason::InvalidSpec, message),
+                Phase::Invalid,
+            )
+        }
+        Outcome::Conflict { reason, message } => (
+            (False, *reason, message.clone()),
+            (False, *reason, message.clone()),
+            (True, *reason, message.clone()),
+            Phase::Degraded,
+        ),
+        Outcome::DeadlineExceeded(message) => (
+            (False, Reason::ProgressDeadlineExceeded, message.clone()),
+            (False, Reason::ProgressDeadlineExceeded, message.clone()),
+            (True, Reason::ProgressDeadlineExceeded, message.clone()),
+            Phase::Degraded,
+        ),
+        Outcome::Paused(message) => (
+            (False, Reason::DeploymentPaused, message.clone()),
+            (False, Reason::DeploymentPaused, message.clone()),
+            (True, Reason::DeploymentPaused, message.clone()),
+            Phase::Degraded,
+        ),
+        Outcome::DeploymentMissing => {
+            let message = format!("creating Deployment {namespace}/{name} for generation {generation_text}");
+            (
+                (True, Reason::Creating, message.clone()),
+                (False, Reason::Creating, message),
+                as_expected(),
+                Phase::Pending,
+            )
+        }
+        Outcome::Rolling(message) => (
+            (True, Reason::RolloutInProgress, message.clone()),
+            (False, Reason::RolloutInProgress, message.clone()),
+            as_expected(),
+            Phase::Progressing,
+        ),
+        Outcome::ServiceMissing(_) => {
+            let message =
+                format!("creating Service {namespace}/{name}; the rollout of generation {generation_text} is complete");
+            (
+                (True, Reason::ServiceNotFound, message.clone()),
+                (False, Reason::ServiceNotFound, message),
+                as_expected(),
+                Phase::Progressing,
+            )
+        }
+        Outcome::Complete(image) => {
+            let message =
+                format!("generation {generation_text} is rolled out: every replica runs {image} and is available");
+            (
+                (False, Reason::RolloutComplete, message.clone()),
+                (True, Reason::RolloutComplete, message),
+                as_expected(),
+                Phase::Ready,
+            )
+        }
+    }
+}
+
 /// The contract of this generation when it is valid, else the one recorded before (what keeps running).
 pub fn last_accepted(
     contract: &Result<Contract, Vec<Violation>>,
@@ -228,27 +228,63 @@ pub fn last_accepted(
     }
 }
 
+/// metav1.Time has whole seconds on the wire: a finer value would differ from its own read-back and cause a second,
+/// needless status write. Every time the status carries goes through here.
+pub fn whole_seconds(time: &Time) -> Time {
+    Time(Timestamp::from_second(time.0.as_second()).unwrap_or(time.0))
+}
+
+/// The condition `type_` as it is now, computed for `generation`. Its transition time moves only when its status
+/// changes against `previous`: the one transition rule of every condition the operator writes.
+pub fn transition(
+    previous: &MicroserviceStatus,
+    type_: ConditionType,
+    status: ConditionStatus,
+    reason: Reason,
+    message: String,
+    generation: Option<i64>,
+    now: &Time,
+) -> Condition {
+    let unchanged = previous.condition(type_).filter(|c| c.status == status);
+    Condition {
+        type_,
+        status,
+        observed_generation: generation,
+        last_transition_time: unchanged.map_or_else(|| whole_seconds(now), |c| c.last_transition_time.clone()),
+        reason: reason.as_str().to_string(),
+        message,
+    }
+}
+
+/// `previous` with Degraded=True for `reason` (a permanent reconcile failure), Ready=False and phase Degraded;
+/// other conditions kept.
+pub fn with_failure(
+    previous: &MicroserviceStatus,
+    generation: Option<i64>,
+    reason: Reason,
+    message: &str,
+    now: &Time,
+) -> MicroserviceStatus {
+    let mut status = previous.clone();
+    for (type_, value) in
+        [(ConditionType::Degraded, ConditionStatus::True), (ConditionType::Ready, ConditionStatus::False)]
+    {
+        let condition = transition(previous, type_, value, reason, message.to_string(), generation, now);
+        status.conditions.retain(|c| c.type_ != type_);
+        status.conditions.push(condition);
+    }
+    status.conditions.sort_by_key(|c| c.type_);
+    status.phase = Some(Phase::Degraded);
+    status.observed_generation = status.observed_generation.max(generation);
+    status
+}
+
 /// An Event a status change deserves (Events for writes to children are the reconcile's).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StatusEvent {
     pub warning: bool,
-    /// CamelCase Event reason.
-    pub reason: &'static str,
+    pub reason: Reason,
     pub note: String,
-}
-
-/// Event reasons for status changes.
-pub mod event_reasons {
-    pub const ACCEPTED: &str = "Accepted";
-    pub const INVALID_SPEC: &str = "InvalidSpec";
-    pub const ROLLOUT_COMPLETE: &str = "RolloutComplete";
-    pub const ROLLOUT_FAILED: &str = "RolloutFailed";
-    pub const ROLLOUT_PAUSED: &str = "RolloutPaused";
-    pub const RESOURCE_CONFLICT: &str = "ResourceConflict";
-}
-
-fn find_condition(status: Option<&MicroserviceStatus>, type_: ConditionType) -> Option<&Condition> {
-    status.and_then(|s| s.conditions.iter().find(|c| c.type_ == type_))
 }
 
 /// Events for the states `next` entered that need telling beyond status: a refusal, a refusal ended, a rollout
@@ -256,8 +292,8 @@ fn find_condition(status: Option<&MicroserviceStatus>, type_: ConditionType) -> 
 /// a reconcile that changes nothing, or only a message, emits nothing: one Event per state and generation.
 pub fn status_events(previous: Option<&MicroserviceStatus>, next: &MicroserviceStatus) -> Vec<StatusEvent> {
     let entered = |type_: ConditionType, wanted: ConditionStatus| {
-        let now = find_condition(Some(next), type_).filter(|c| c.status == wanted)?;
-        let before = find_condition(previous, type_);
+        let now = next.condition(type_).filter(|c| c.status == wanted)?;
+        let before = previous.and_then(|p| p.condition(type_));
         let same = before.is_some_and(|b| {
             b.status == now.status && b.reason == now.reason && b.observed_generation == now.observed_generation
         });
@@ -266,19 +302,19 @@ pub fn status_events(previous: Option<&MicroserviceStatus>, next: &MicroserviceS
     let mut events = Vec::new();
     use ConditionStatus::{False, True};
     if let Some(c) = entered(ConditionType::Accepted, False) {
-        events.push(StatusEvent { warning: true, reason: event_reasons::INVALID_SPEC, note: c.message.clone() });
+        events.push(StatusEvent { warning: true, reason: Reason::InvalidSpec, note: c.message.clone() });
     }
     // Accepted is news only when it ends a refusal, not on every new generation, nor on the first verdict (the
     // Accepted condition says so, and the Created Event that follows tells what was done with it).
-    let was_refused = find_condition(previous, ConditionType::Accepted).is_some_and(|c| c.status == False);
+    let was_refused = previous.and_then(|p| p.condition(ConditionType::Accepted)).is_some_and(|c| c.status == False);
     if was_refused && let Some(c) = entered(ConditionType::Accepted, True) {
-        events.push(StatusEvent { warning: false, reason: event_reasons::ACCEPTED, note: c.message.clone() });
+        events.push(StatusEvent { warning: false, reason: Reason::Accepted, note: c.message.clone() });
     }
     if let Some(c) = entered(ConditionType::Degraded, True) {
-        let reason = match c.reason.as_str() {
-            reasons::PROGRESS_DEADLINE_EXCEEDED => event_reasons::ROLLOUT_FAILED,
-            reasons::DEPLOYMENT_PAUSED => event_reasons::ROLLOUT_PAUSED,
-            _ => event_reasons::RESOURCE_CONFLICT,
+        let reason = match c.reason.parse() {
+            Ok(Reason::ProgressDeadlineExceeded) => Reason::RolloutFailed,
+            Ok(Reason::DeploymentPaused) => Reason::RolloutPaused,
+            _ => Reason::ResourceConflict,
         };
         events.push(StatusEvent { warning: true, reason, note: c.message.clone() });
     }
@@ -288,8 +324,8 @@ pub fn status_events(previous: Option<&MicroserviceStatus>, next: &MicroserviceS
     events
 }
 
-fn as_expected() -> (ConditionStatus, &'static str, String) {
-    (ConditionStatus::False, reasons::AS_EXPECTED, "no problem observed".to_string())
+fn as_expected() -> (ConditionStatus, Reason, String) {
+    (ConditionStatus::False, Reason::AsExpected, "no problem observed".to_string())
 }
 
 /// The Deployment's progress towards the current generation.
@@ -385,468 +421,4 @@ fn rolled_out_image(d: &Deployment) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::collections::BTreeMap;
-
-    use super::*;
-    use crate::contract::validate;
-    use crate::crd::MicroserviceSpec;
-    use crate::ownership::{Ownership, conflict};
-    use crate::profile::PlatformProfile;
-    use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentSpec, DeploymentStatus};
-    use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
-    const IMAGE_V1: &str = "ghcr.io/example/todo-api:1.0.0";
-    const IMAGE_V2: &str = "ghcr.io/example/todo-api:2.0.0";
-
-    fn at(seconds: i64) -> Time {
-        Time(Timestamp::from_second(1_780_000_000 + seconds).unwrap())
-    }
-
-    fn ms(image: &str, generation: i64, previous: Option<MicroserviceStatus>) -> Microservice {
-        let spec = MicroserviceSpec { image: image.into(), port: 8080, replicas: Some(2) };
-        let mut ms = Microservice::new("todo-api", spec);
-        ms.metadata.namespace = Some("todo".into());
-        ms.metadata.uid = Some("u-1".into());
-        ms.metadata.generation = Some(generation);
-        ms.status = previous;
-        ms
-    }
-
-    /// A Deployment built for CR generation `built_for`, at Deployment generation `generation`, observed at
-    /// `observed`, with status counters (replicas, updated, available, ready).
-    struct D {
-        built_for: i64,
-        image: &'static str,
-        generation: i64,
-        observed: i64,
-        counters: (i32, i32, i32, i32),
-        deadline_exceeded: bool,
-    }
-
-    impl D {
-        fn build(&self) -> Deployment {
-            let (replicas, updated, available, ready) = self.counters;
-            let zero_is_absent = |n: i32| (n != 0).then_some(n);
-            Deployment {
-                metadata: ObjectMeta {
-                    generation: Some(self.generation),
-                    annotations: Some(BTreeMap::from([(
-                        GENERATION_ANNOTATION.to_string(),
-                        self.built_for.to_string(),
-                    )])),
-                    ..ObjectMeta::default()
-                },
-                spec: Some(DeploymentSpec {
-                    replicas: Some(2),
-                    progress_deadline_seconds: Some(120),
-                    template: PodTemplateSpec {
-                        metadata: None,
-                        spec: Some(PodSpec {
-                            containers: vec![Container {
-                                name: "app".into(),
-                                image: Some(self.image.into()),
-                                ..Container::default()
-                            }],
-                            ..PodSpec::default()
-                        }),
-                    },
-                    ..DeploymentSpec::default()
-                }),
-                status: Some(DeploymentStatus {
-                    observed_generation: Some(self.observed),
-                    replicas: zero_is_absent(replicas),
-                    updated_replicas: zero_is_absent(updated),
-                    available_replicas: zero_is_absent(available),
-                    ready_replicas: zero_is_absent(ready),
-                    conditions: self.deadline_exceeded.then(|| {
-                        vec![DeploymentCondition {
-                            type_: "Progressing".into(),
-                            status: "False".into(),
-                            reason: Some("ProgressDeadlineExceeded".into()),
-                            message: Some("ReplicaSet \"todo-api-7d9\" has timed out progressing.".into()),
-                            ..DeploymentCondition::default()
-                        }]
-                    }),
-                    ..DeploymentStatus::default()
-                }),
-            }
-        }
-    }
-
-    fn complete(built_for: i64, image: &'static str) -> D {
-        D {
-            built_for,
-            image,
-            generation: built_for,
-            observed: built_for,
-            counters: (2, 2, 2, 2),
-            deadline_exceeded: false,
-        }
-    }
-
-    fn run(ms: &Microservice, deployment: Option<&Deployment>, service: bool, now: &Time) -> MicroserviceStatus {
-        let contract = validate(&ms.spec, &PlatformProfile::default());
-        compute_status(ms, &contract, deployment, service.then(Service::default).as_ref(), &[], now)
-    }
-
-    fn condition(status: &MicroserviceStatus, type_: ConditionType) -> &Condition {
-        status.conditions.iter().find(|c| c.type_ == type_).unwrap()
-    }
-
-    fn summary(status: &MicroserviceStatus) -> Vec<(ConditionType, ConditionStatus, String)> {
-        status.conditions.iter().map(|c| (c.type_, c.status, c.reason.clone())).collect()
-    }
-
-    #[test]
-    fn a_complete_rollout_is_ready() {
-        let ms = ms(IMAGE_V1, 1, None);
-        let status = run(&ms, Some(&complete(1, IMAGE_V1).build()), true, &at(0));
-        assert_eq!(status.phase, Some(Phase::Ready));
-        assert_eq!(condition(&status, ConditionType::Ready).status, ConditionStatus::True);
-        assert_eq!(condition(&status, ConditionType::Progressing).status, ConditionStatus::False);
-        assert_eq!(condition(&status, ConditionType::Accepted).status, ConditionStatus::True);
-        assert_eq!(condition(&status, ConditionType::Degraded).status, ConditionStatus::False);
-        assert_eq!(status.image.as_deref(), Some(IMAGE_V1));
-        assert_eq!((status.ready_replicas, status.replicas), (Some(2), Some(2)));
-        assert_eq!(status.replicas_summary.as_deref(), Some("2/2"));
-        assert_eq!(status.observed_generation, Some(1));
-    }
-
-    #[test]
-    fn before_the_deployment_exists_the_microservice_is_pending() {
-        let status = run(&ms(IMAGE_V1, 1, None), None, false, &at(0));
-        assert_eq!(status.phase, Some(Phase::Pending));
-        assert_eq!(condition(&status, ConditionType::Progressing).reason, reasons::CREATING);
-        assert_eq!(condition(&status, ConditionType::Ready).status, ConditionStatus::False);
-        assert_eq!((status.ready_replicas, status.replicas), (None, None));
-        assert_eq!(status.replicas_summary.as_deref(), Some("0/2"));
-        assert_eq!(status.image, None);
-    }
-
-    #[test]
-    fn a_running_rollout_is_progressing_with_a_count() {
-        let d = D { counters: (1, 1, 1, 1), ..complete(3, IMAGE_V1) };
-        let status = run(&ms(IMAGE_V1, 3, None), Some(&d.build()), true, &at(0));
-        assert_eq!(status.phase, Some(Phase::Progressing));
-        let progressing = condition(&status, ConditionType::Progressing);
-        assert_eq!(
-            (progressing.status, progressing.reason.as_str()),
-            (ConditionStatus::True, reasons::ROLLOUT_IN_PROGRESS)
-        );
-        assert_eq!(progressing.message, "1/2 updated replicas available for generation 3");
-        assert_eq!(condition(&status, ConditionType::Ready).status, ConditionStatus::False);
-        assert_eq!(status.replicas_summary.as_deref(), Some("1/2"));
-    }
-
-    /// Generation 2 changed the image; generation 1's pods are still ready. None of these may be Ready.
-    #[test]
-    fn old_replica_set_ready_pods_never_make_the_new_generation_ready() {
-        let previous = run(&ms(IMAGE_V1, 1, None), Some(&complete(1, IMAGE_V1).build()), true, &at(0));
-        assert_eq!(previous.phase, Some(Phase::Ready));
-        let cases = [
-            // Two old pods available, one new pod surged but not available yet.
-            ("surge", D { generation: 2, observed: 2, counters: (3, 1, 2, 2), ..complete(2, IMAGE_V2) }, "0/2"),
-            // Available equals desired but one of them is old.
-            ("mixed", D { generation: 2, observed: 2, counters: (2, 1, 2, 2), ..complete(2, IMAGE_V2) }, "1/2"),
-            // New pods all available, an old one still terminating.
-            ("old left", D { generation: 2, observed: 2, counters: (3, 2, 3, 3), ..complete(2, IMAGE_V2) }, "2/2"),
-            // Counters look complete but the Deployment controller has not seen the new template yet.
-            ("not observed", D { generation: 2, observed: 1, ..complete(2, IMAGE_V2) }, "0/2"),
-            // The Deployment still carries the previous generation's template (operator has not applied yet).
-            ("old template", complete(1, IMAGE_V1), "0/2"),
-        ];
-        for (name, d, count) in cases {
-            let ms = ms(IMAGE_V2, 2, Some(previous.clone()));
-            let status = run(&ms, Some(&d.build()), true, &at(60));
-            assert_eq!(status.phase, Some(Phase::Progressing), "{name}");
-            let ready = condition(&status, ConditionType::Ready);
-            assert_eq!(ready.status, ConditionStatus::False, "{name}");
-            assert_eq!(ready.observed_generation, Some(2), "{name}");
-            let progressing = condition(&status, ConditionType::Progressing);
-            assert_eq!(progressing.status, ConditionStatus::True, "{name}");
-            assert!(
-                progressing.message.starts_with(&format!("{count} updated replicas available for generation 2")),
-                "{name}: {}",
-                progressing.message
-            );
-            assert_eq!(
-                status.image.as_deref(),
-                Some(IMAGE_V1),
-                "{name}: the rolled-out image stays until the rollout completes"
-            );
-            assert_eq!(status.observed_generation, Some(2), "{name}");
-        }
-        let done = run(&ms(IMAGE_V2, 2, Some(previous)), Some(&complete(2, IMAGE_V2).build()), true, &at(90));
-        assert_eq!(done.phase, Some(Phase::Ready));
-        assert_eq!(done.image.as_deref(), Some(IMAGE_V2));
-    }
-
-    #[test]
-    fn a_paused_deployment_with_a_pending_change_says_so_and_how_to_resume() {
-        let paused = |d: D| {
-            let mut d = d.build();
-            d.spec.as_mut().unwrap().paused = Some(true);
-            d
-        };
-        // Generation 2 changed the image; the Deployment was paused and still runs generation 1's pods.
-        let pending = paused(D { counters: (2, 0, 2, 2), ..complete(2, IMAGE_V2) });
-        let status = run(&ms(IMAGE_V2, 2, None), Some(&pending), true, &at(0));
-        assert_eq!(status.phase, Some(Phase::Degraded));
-        let progressing = condition(&status, ConditionType::Progressing);
-        assert_eq!(
-            (progressing.status, progressing.reason.as_str()),
-            (ConditionStatus::False, reasons::DEPLOYMENT_PAUSED)
-        );
-        assert!(
-            progressing.message.contains("kubectl rollout resume deployment/todo-api -n todo"),
-            "{}",
-            progressing.message
-        );
-        assert!(!progressing.message.contains("is running"), "{}", progressing.message);
-        assert_eq!(condition(&status, ConditionType::Ready).status, ConditionStatus::False);
-        let events = status_events(None, &status);
-        assert!(events.iter().any(|e| e.reason == event_reasons::ROLLOUT_PAUSED && e.warning), "{events:?}");
-        // Paused after the rollout completed: nothing is pending, so it is Ready.
-        let done = paused(complete(2, IMAGE_V2));
-        assert_eq!(run(&ms(IMAGE_V2, 2, None), Some(&done), true, &at(0)).phase, Some(Phase::Ready));
-    }
-
-    #[test]
-    fn the_last_accepted_contract_survives_refused_generations() {
-        let accepted = run(&ms(IMAGE_V1, 1, None), Some(&complete(1, IMAGE_V1).build()), true, &at(0));
-        let expected = AcceptedContract { generation: 1, image: IMAGE_V1.to_string(), port: 8080, replicas: 2 };
-        assert_eq!(accepted.last_accepted.as_ref(), Some(&expected));
-        // Generation 2 is refused (a mutable tag) and generation 3 too: generation 1's contract is what runs.
-        let refused = run(&ms("ghcr.io/example/todo-api:latest", 2, Some(accepted)), None, false, &at(1));
-        assert_eq!(refused.phase, Some(Phase::Invalid));
-        assert_eq!(refused.last_accepted.as_ref(), Some(&expected));
-        let again = run(&ms("ghcr.io/example/todo-api:latest", 3, Some(refused)), None, false, &at(2));
-        assert_eq!(again.last_accepted.as_ref(), Some(&expected));
-        // A valid generation replaces it, even before it rolls out.
-        let fixed = run(&ms(IMAGE_V2, 4, Some(again)), None, false, &at(3));
-        assert_eq!(fixed.last_accepted.map(|c| (c.generation, c.image)), Some((4, IMAGE_V2.to_string())));
-        // Never accepted: nothing to keep.
-        assert_eq!(run(&ms("ghcr.io/example/todo-api:latest", 1, None), None, false, &at(0)).last_accepted, None);
-    }
-
-    #[test]
-    fn a_missed_progress_deadline_is_degraded() {
-        let d =
-            D { counters: (3, 1, 2, 2), deadline_exceeded: true, generation: 2, observed: 2, ..complete(2, IMAGE_V2) };
-        let status = run(&ms(IMAGE_V2, 2, None), Some(&d.build()), true, &at(0));
-        assert_eq!(status.phase, Some(Phase::Degraded));
-        let degraded = condition(&status, ConditionType::Degraded);
-        assert_eq!(
-            (degraded.status, degraded.reason.as_str()),
-            (ConditionStatus::True, reasons::PROGRESS_DEADLINE_EXCEEDED)
-        );
-        assert!(degraded.message.contains("generation 2 made no progress within 120s"), "{}", degraded.message);
-        assert!(degraded.message.contains("timed out progressing"), "{}", degraded.message);
-        assert_eq!(condition(&status, ConditionType::Ready).status, ConditionStatus::False);
-        assert_eq!(condition(&status, ConditionType::Progressing).status, ConditionStatus::False);
-    }
-
-    #[test]
-    fn a_stale_deadline_of_the_previous_generation_does_not_degrade_the_fix() {
-        // Generation 3 fixes the image; the Deployment controller has not yet replaced generation 2's condition.
-        let stale =
-            D { counters: (3, 1, 2, 2), deadline_exceeded: true, generation: 2, observed: 2, ..complete(2, IMAGE_V2) };
-        let status = run(&ms(IMAGE_V1, 3, None), Some(&stale.build()), true, &at(0));
-        assert_eq!(status.phase, Some(Phase::Progressing));
-        let not_observed = D { built_for: 3, generation: 3, ..stale };
-        let status = run(&ms(IMAGE_V1, 3, None), Some(&not_observed.build()), true, &at(0));
-        assert_eq!(status.phase, Some(Phase::Progressing));
-    }
-
-    #[test]
-    fn an_invalid_spec_is_refused_and_says_why() {
-        let previous = run(&ms(IMAGE_V1, 1, None), Some(&complete(1, IMAGE_V1).build()), true, &at(0));
-        let ms = ms("ghcr.io/example/todo-api:latest", 2, Some(previous));
-        let status = run(&ms, Some(&complete(1, IMAGE_V1).build()), true, &at(10));
-        assert_eq!(status.phase, Some(Phase::Invalid));
-        let accepted = condition(&status, ConditionType::Accepted);
-        assert_eq!((accepted.status, accepted.reason.as_str()), (ConditionStatus::False, "MutableTag"));
-        assert!(accepted.message.contains("spec.image") && accepted.message.contains(":1.4.2"), "{}", accepted.message);
-        assert_eq!(condition(&status, ConditionType::Ready).status, ConditionStatus::False);
-        assert_eq!(status.image.as_deref(), Some(IMAGE_V1), "the previous version keeps running");
-        assert_eq!(status.observed_generation, Some(2));
-        assert_eq!(status.replicas_summary.as_deref(), Some("2/2"), "mirrors the still-running Deployment");
-    }
-
-    #[test]
-    fn a_conflicting_child_is_degraded_with_handover_instructions() {
-        let ms = ms(IMAGE_V1, 1, None);
-        let contract = validate(&ms.spec, &PlatformProfile::default());
-        let conflicts = [conflict(&ms, ChildKind::Deployment, &Ownership::Unowned).unwrap()];
-        let foreign = complete(7, "nginx:1.27").build();
-        let status = compute_status(&ms, &contract, Some(&foreign), None, &conflicts, &at(0));
-        assert_eq!(status.phase, Some(Phase::Degraded));
-        let degraded = condition(&status, ConditionType::Degraded);
-        assert_eq!((degraded.status, degraded.reason.as_str()), (ConditionStatus::True, reasons::RESOURCE_CONFLICT));
-        assert!(degraded.message.contains("platform.example.com/handover=todo-api"), "{}", degraded.message);
-        assert_eq!(condition(&status, ConditionType::Ready).status, ConditionStatus::False);
-        assert_eq!(
-            (status.ready_replicas, status.image.as_deref()),
-            (None, None),
-            "a foreign Deployment is not mirrored"
-        );
-
-        let service_conflict = [conflict(&ms, ChildKind::Service, &Ownership::Unowned).unwrap()];
-        let ours = complete(1, IMAGE_V1).build();
-        let status = compute_status(&ms, &contract, Some(&ours), None, &service_conflict, &at(0));
-        assert_eq!(status.phase, Some(Phase::Degraded));
-        assert_eq!(status.ready_replicas, Some(2), "our Deployment is still mirrored");
-    }
-
-    #[test]
-    fn an_immutable_selector_is_a_permanent_conflict() {
-        let ms = ms(IMAGE_V1, 1, None);
-        let contract = validate(&ms.spec, &PlatformProfile::default());
-        let conflicts = [Conflict {
-            kind: ChildKind::Deployment,
-            name: "todo-api".into(),
-            reason: ConflictReason::ImmutableSelector,
-            message: "cannot".into(),
-        }];
-        let status = compute_status(&ms, &contract, None, None, &conflicts, &at(0));
-        assert_eq!(condition(&status, ConditionType::Degraded).reason, reasons::IMMUTABLE_SELECTOR);
-    }
-
-    #[test]
-    fn a_missing_service_keeps_it_from_ready() {
-        let status = run(&ms(IMAGE_V1, 1, None), Some(&complete(1, IMAGE_V1).build()), false, &at(0));
-        assert_eq!(status.phase, Some(Phase::Progressing));
-        assert_eq!(condition(&status, ConditionType::Ready).reason, reasons::SERVICE_NOT_FOUND);
-        assert_eq!(status.image.as_deref(), Some(IMAGE_V1), "the rollout itself is complete");
-    }
-
-    #[test]
-    fn transition_times_move_only_when_a_status_changes() {
-        let d1 = D { counters: (1, 1, 0, 0), ..complete(1, IMAGE_V1) }.build();
-        let first = run(&ms(IMAGE_V1, 1, None), Some(&d1), true, &at(0));
-        assert!(first.conditions.iter().all(|c| c.last_transition_time == at(0)));
-
-        // Same world later: byte-identical status, so the reconcile writes nothing.
-        let again = run(&ms(IMAGE_V1, 1, Some(first.clone())), Some(&d1), true, &at(30));
-        assert_eq!(serde_json::to_vec(&again).unwrap(), serde_json::to_vec(&first).unwrap());
-
-        // Progress changes the message, not the status: times stay.
-        let d2 = D { counters: (2, 2, 1, 1), ..complete(1, IMAGE_V1) }.build();
-        let progressed = run(&ms(IMAGE_V1, 1, Some(first.clone())), Some(&d2), true, &at(40));
-        assert_ne!(
-            condition(&progressed, ConditionType::Progressing).message,
-            condition(&first, ConditionType::Progressing).message
-        );
-        assert!(progressed.conditions.iter().all(|c| c.last_transition_time == at(0)));
-
-        // Completion flips Ready and Progressing only.
-        let done = run(&ms(IMAGE_V1, 1, Some(progressed)), Some(&complete(1, IMAGE_V1).build()), true, &at(50));
-        assert_eq!(condition(&done, ConditionType::Ready).last_transition_time, at(50));
-        assert_eq!(condition(&done, ConditionType::Progressing).last_transition_time, at(50));
-        assert_eq!(condition(&done, ConditionType::Accepted).last_transition_time, at(0));
-        assert_eq!(condition(&done, ConditionType::Degraded).last_transition_time, at(0));
-    }
-
-    #[test]
-    fn transition_times_have_whole_seconds_like_the_server_returns() {
-        let precise =
-            Time(Timestamp::from_second(1_780_000_000).unwrap() + k8s_openapi::jiff::SignedDuration::from_millis(750));
-        let status = run(&ms(IMAGE_V1, 1, None), None, false, &precise);
-        let written: MicroserviceStatus = serde_json::from_slice(&serde_json::to_vec(&status).unwrap()).unwrap();
-        assert_eq!(written, status, "what is written reads back equal, so the next reconcile writes nothing");
-    }
-
-    fn reasons_of(events: &[StatusEvent]) -> Vec<&'static str> {
-        events.iter().map(|e| e.reason).collect()
-    }
-
-    #[test]
-    fn events_are_emitted_once_per_state_and_generation() {
-        let rolling = D { counters: (1, 1, 0, 0), ..complete(1, IMAGE_V1) }.build();
-        let first = run(&ms(IMAGE_V1, 1, None), Some(&rolling), true, &at(0));
-        assert!(status_events(None, &first).is_empty(), "the first verdict is the Accepted condition's to tell");
-        let still = run(&ms(IMAGE_V1, 1, Some(first.clone())), Some(&rolling), true, &at(5));
-        assert!(status_events(Some(&first), &still).is_empty());
-
-        let ready = run(&ms(IMAGE_V1, 1, Some(still.clone())), Some(&complete(1, IMAGE_V1).build()), true, &at(9));
-        assert!(status_events(Some(&still), &ready).is_empty(), "Ready=True (RolloutComplete) tells it");
-
-        // A new, invalid generation: one warning; the same refusal again: nothing.
-        let invalid = run(&ms("ghcr.io/example/todo-api:latest", 2, Some(ready.clone())), None, true, &at(20));
-        let events = status_events(Some(&ready), &invalid);
-        assert_eq!(reasons_of(&events), ["InvalidSpec"]);
-        assert!(events[0].warning && events[0].note.contains("latest"));
-        let again = run(&ms("ghcr.io/example/todo-api:latest", 2, Some(invalid.clone())), None, true, &at(30));
-        assert!(status_events(Some(&invalid), &again).is_empty());
-        // The user tries another invalid image: a new generation deserves a new warning.
-        let other = run(&ms("nginx:1", 3, Some(again.clone())), None, true, &at(40));
-        assert_eq!(reasons_of(&status_events(Some(&again), &other)), ["InvalidSpec"]);
-
-        // Fixed, but the rollout misses its deadline.
-        let failing =
-            D { deadline_exceeded: true, counters: (3, 1, 2, 2), generation: 4, observed: 4, ..complete(4, IMAGE_V2) };
-        let failed = run(&ms(IMAGE_V2, 4, Some(other.clone())), Some(&failing.build()), true, &at(50));
-        assert_eq!(reasons_of(&status_events(Some(&other), &failed)), ["Accepted", "RolloutFailed"]);
-    }
-
-    #[test]
-    fn a_conflict_is_announced_once() {
-        let ms1 = ms(IMAGE_V1, 1, None);
-        let contract = validate(&ms1.spec, &PlatformProfile::default());
-        let conflicts = [conflict(&ms1, ChildKind::Service, &Ownership::Unowned).unwrap()];
-        let first = compute_status(&ms1, &contract, None, None, &conflicts, &at(0));
-        let events = status_events(None, &first);
-        assert_eq!(reasons_of(&events), ["ResourceConflict"]);
-        assert!(events[0].note.contains("platform.example.com/handover=todo-api"));
-        let ms2 = ms(IMAGE_V1, 1, Some(first.clone()));
-        let second = compute_status(&ms2, &contract, None, None, &conflicts, &at(10));
-        assert!(status_events(Some(&first), &second).is_empty());
-    }
-
-    #[test]
-    fn observed_generation_never_decreases() {
-        let previous = MicroserviceStatus { observed_generation: Some(5), ..MicroserviceStatus::default() };
-        // A reconcile over a stale cached copy of generation 4.
-        let status = run(&ms(IMAGE_V1, 4, Some(previous)), Some(&complete(4, IMAGE_V1).build()), true, &at(0));
-        assert_eq!(status.observed_generation, Some(5));
-    }
-
-    #[test]
-    fn every_outcome_has_four_conditions_with_camel_case_reasons_for_the_current_generation() {
-        let ms1 = ms(IMAGE_V1, 4, None);
-        let invalid = ms("nginx", 4, None);
-        let rolling = D { counters: (1, 1, 0, 0), ..complete(4, IMAGE_V1) }.build();
-        let deadline = D { deadline_exceeded: true, counters: (1, 1, 0, 0), ..complete(4, IMAGE_V1) }.build();
-        let done = complete(4, IMAGE_V1).build();
-        let statuses = [
-            run(&ms1, None, false, &at(0)),
-            run(&ms1, Some(&rolling), true, &at(0)),
-            run(&ms1, Some(&deadline), true, &at(0)),
-            run(&ms1, Some(&done), false, &at(0)),
-            run(&ms1, Some(&done), true, &at(0)),
-            run(&invalid, None, false, &at(0)),
-        ];
-        let mut phases = Vec::new();
-        for status in &statuses {
-            let types: Vec<_> = status.conditions.iter().map(|c| c.type_).collect();
-            assert_eq!(
-                types,
-                [ConditionType::Accepted, ConditionType::Progressing, ConditionType::Ready, ConditionType::Degraded]
-            );
-            for c in &status.conditions {
-                assert!(c.reason.starts_with(|ch: char| ch.is_ascii_uppercase()), "{:?}", summary(status));
-                assert!(c.reason.chars().all(|ch| ch.is_ascii_alphanumeric()), "{:?}", summary(status));
-                assert!(!c.message.is_empty());
-                assert_eq!(c.observed_generation, Some(4));
-            }
-            phases.push(status.phase);
-        }
-        use Phase::*;
-        assert_eq!(
-            phases,
-            [Some(Pending), Some(Progressing), Some(Degraded), Some(Progressing), Some(Ready), Some(Invalid)]
-        );
-    }
-}
+mod tests;

@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use kube::Client;
 use kube::api::{Api, ListParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
+use microservice_operator::connection::{self, ConfigError, crd_missing};
 use thiserror::Error;
 
 use crate::view::{NOT_OBSERVED, ServiceView, render_json, render_table};
@@ -26,29 +26,21 @@ pub struct ClusterArgs {
 #[derive(Debug, Error)]
 pub enum ConnectError {
     #[error("cannot read kubeconfig {path}: {source}; pass --kubeconfig PATH to a readable kubeconfig")]
-    Read { path: String, source: kube::config::KubeconfigError },
+    Read { path: String, source: ConfigError },
     #[error("cannot load the cluster configuration: {0}; set KUBECONFIG or pass --kubeconfig PATH (and --context)")]
-    Config(String),
+    Config(ConfigError),
     #[error("cannot build a client for the cluster: {0}")]
     Client(kube::Error),
 }
 
 impl ClusterArgs {
     pub async fn client(&self) -> Result<Client, ConnectError> {
-        let options = KubeConfigOptions { context: self.context.clone(), ..KubeConfigOptions::default() };
-        let config = match &self.kubeconfig {
-            Some(path) => {
-                let kubeconfig = Kubeconfig::read_from(path)
-                    .map_err(|source| ConnectError::Read { path: path.display().to_string(), source })?;
-                Config::from_custom_kubeconfig(kubeconfig, &options)
-                    .await
-                    .map_err(|e| ConnectError::Config(e.to_string()))?
-            }
-            None if self.context.is_some() => {
-                Config::from_kubeconfig(&options).await.map_err(|e| ConnectError::Config(e.to_string()))?
-            }
-            None => Config::infer().await.map_err(|e| ConnectError::Config(e.to_string()))?,
-        };
+        let config = connection::load_config(self.kubeconfig.as_deref(), self.context.as_deref()).await.map_err(
+            |e| match e {
+                ConfigError::Read { ref path, .. } => ConnectError::Read { path: path.clone(), source: e },
+                ConfigError::Custom { .. } | ConfigError::Default(_) => ConnectError::Config(e),
+            },
+        )?;
         Client::try_from(config).map_err(ConnectError::Client)
     }
 }
@@ -95,12 +87,9 @@ pub enum QueryError {
     Json(#[from] serde_json::Error),
 }
 
-fn api_error(err: kube::Error) -> QueryError {
-    match &err {
-        // A 404 on the collection means the resource type itself is unknown.
-        kube::Error::Api(status) if status.code == 404 => QueryError::NoCrd,
-        _ => QueryError::Api(err),
-    }
+/// A failed list or get of Microservices: a missing CRD, or the API's error.
+pub fn api_error(err: kube::Error) -> QueryError {
+    if crd_missing(&err) { QueryError::NoCrd } else { QueryError::Api(err) }
 }
 
 /// Which Microservices to show.
@@ -114,15 +103,13 @@ pub enum Scope {
 /// Reads the Microservices in `scope`, sorted by namespace and name.
 pub async fn query(client: &Client, scope: &Scope) -> Result<Vec<ServiceView>, QueryError> {
     let items = match scope {
-        Scope::All => {
-            Api::<Microservice>::all(client.clone()).list(&ListParams::default()).await.map_err(api_error)?.items
-        }
-        Scope::Namespace(ns) => {
-            Api::<Microservice>::namespaced(client.clone(), ns)
-                .list(&ListParams::default())
-                .await
-                .map_err(api_error)?
-                .items
+        Scope::All | Scope::Namespace(_) => {
+            let namespace = match scope {
+                Scope::Namespace(ns) => Some(ns.as_str()),
+                _ => None,
+            };
+            let api: Api<Microservice> = connection::scoped_api(client, namespace);
+            api.list(&ListParams::default()).await.map_err(api_error)?.items
         }
         Scope::One { namespace, name } => {
             let api = Api::<Microservice>::namespaced(client.clone(), namespace);

@@ -8,13 +8,11 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
 use serde::Serialize;
 
-use microservice_core::contract::Reason;
 use microservice_core::crd::{Condition, ConditionStatus, ConditionType, Microservice};
-use microservice_core::desired::HANDOVER_ANNOTATION;
-use microservice_core::status::reasons;
+use microservice_core::reason::Reason;
 
 /// Reason shown when the operator has not yet acted on the current generation.
-pub const NOT_OBSERVED: &str = "NotObserved";
+pub const NOT_OBSERVED: &str = Reason::NotObserved.as_str();
 
 /// What `status` shows for one Microservice.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -56,14 +54,10 @@ pub enum Verdict {
     Waiting(String),
 }
 
-fn condition(ms: &Microservice, type_: ConditionType) -> Option<&Condition> {
-    ms.status.as_ref().and_then(|s| s.conditions.iter().find(|c| c.type_ == type_))
-}
-
 /// The condition if it was computed for the object's current generation.
 fn current(ms: &Microservice, type_: ConditionType) -> Option<&Condition> {
     let generation = ms.metadata.generation;
-    condition(ms, type_).filter(|c| generation.is_some() && c.observed_generation == generation)
+    ms.condition(type_).filter(|c| generation.is_some() && c.observed_generation == generation)
 }
 
 fn observed_current(ms: &Microservice) -> bool {
@@ -88,7 +82,7 @@ pub fn verdict(ms: &Microservice) -> Verdict {
         return Verdict::Failed {
             reason: c.reason.clone(),
             message: c.message.clone(),
-            next_step: next_step(&c.reason, namespace, name, &c.message),
+            next_step: next_step(&c.reason, namespace, name),
         };
     }
     match current(ms, ConditionType::Ready) {
@@ -97,81 +91,13 @@ pub fn verdict(ms: &Microservice) -> Verdict {
     }
 }
 
-/// What a service team should do about a status reason; None when there is nothing to do.
-pub fn next_step(reason: &str, namespace: &str, name: &str, message: &str) -> Option<String> {
-    let contract = Reason::ALL.into_iter().find(|r| r.as_str() == reason);
-    if let Some(r) = contract {
-        let step = match r {
-            Reason::InvalidImageReference | Reason::MissingTag | Reason::MutableTag => {
-                "pin spec.image to a released version (REPOSITORY:TAG such as ghcr.io/example/todo-api:1.4.2, or \
-                 REPOSITORY@sha256:DIGEST) and apply the Microservice again"
-                    .to_string()
-            }
-            Reason::ImageNotAllowed => "use an image from a repository the platform allows (the message lists them), \
-                 or ask the platform team to allow yours; then apply again; what runs now keeps running"
-                .to_string(),
-            Reason::PortOutOfRange | Reason::PortReserved => {
-                "set spec.port to the unprivileged port your app listens on (e.g. 8080), not a reserved one, and \
-                 apply again"
-                    .to_string()
-            }
-            Reason::ReplicasOutOfRange => {
-                "set spec.replicas between 1 and 20, or leave it out for the platform default, and apply again"
-                    .to_string()
-            }
-            Reason::InvalidName => format!(
-                "names cannot change: delete Microservice {name} and create it again under a name like `todo-api` \
-                 (lowercase letters, digits and `-`, starting with a letter, at most 63)"
-            ),
-        };
-        // Violations are reported together; the reason is only the first one's.
-        let more = message.contains("; spec.") || message.contains("; metadata.");
-        return Some(if more { format!("{step}; also fix the other problems the message lists") } else { step });
+/// What a service team should do about a status reason; None when there is nothing to do. Chosen from the reason
+/// (parsed into the core's [`Reason`]); one this version does not know gets the general advice.
+pub fn next_step(reason: &str, namespace: &str, name: &str) -> Option<String> {
+    match reason.parse::<Reason>() {
+        Ok(reason) => reason.next_step(namespace, name),
+        Err(_) => Some(Reason::describe_step(namespace, name)),
     }
-    let step = match reason {
-        reasons::ACCEPTED | reasons::ROLLOUT_COMPLETE | reasons::AS_EXPECTED => return None,
-        reasons::INVALID_SPEC => "fix the spec as the message says and apply the Microservice again".to_string(),
-        reasons::CREATING | reasons::ROLLOUT_IN_PROGRESS => format!(
-            "nothing to do yet: the rollout is running; follow it with `kubectl microservice wait {name} -n \
-             {namespace} --for ready`"
-        ),
-        reasons::SERVICE_NOT_FOUND => "nothing to do: the operator is recreating the Service".to_string(),
-        reasons::PROGRESS_DEADLINE_EXCEEDED => format!(
-            "pods are not becoming ready: check `kubectl -n {namespace} describe deploy {name}` and `kubectl -n \
-             {namespace} get pods -l app.kubernetes.io/instance={name}` (does the image exist, does it answer its \
-             readiness probe?); then push a fixed image and update spec.image"
-        ),
-        reasons::RESOURCE_CONFLICT => {
-            // The conflict message names the kind(s); hand over exactly those.
-            let kinds: Vec<&str> = [("Deployment", "deployment"), ("Service", "service")]
-                .into_iter()
-                .filter(|(kind, _)| message.contains(&format!("{kind} {namespace}/{name}")))
-                .map(|(_, resource)| resource)
-                .collect();
-            let kinds = if kinds.is_empty() { vec!["deployment"] } else { kinds };
-            let commands = kinds
-                .iter()
-                // --overwrite: the annotation may already name another Microservice.
-                .map(|k| {
-                    format!("`kubectl -n {namespace} annotate {k} {name} --overwrite {HANDOVER_ANNOTATION}={name}`")
-                })
-                .collect::<Vec<_>>()
-                .join(" and ");
-            format!(
-                "an object named {name} already exists and is not this Microservice's: hand it over with \
-                 {commands}, or delete it if nothing needs it"
-            )
-        }
-        reasons::IMMUTABLE_SELECTOR => format!(
-            "the existing Deployment {name} selects other pods and a selector cannot change: delete it (`kubectl -n \
-             {namespace} delete deploy {name}`) and the operator creates its own"
-        ),
-        NOT_OBSERVED => "the operator has not acted on this change yet: if this lasts, check that the operator is \
-                         running (`kubectl get pods -A -l app.kubernetes.io/name=microservice-operator`)"
-            .to_string(),
-        _ => format!("see `kubectl -n {namespace} describe microservice {name}` for the conditions and events"),
-    };
-    Some(step)
 }
 
 impl ServiceView {
@@ -194,7 +120,7 @@ impl ServiceView {
                 None => (false, Some(NOT_OBSERVED.to_string()), Some(text)),
             },
         };
-        let next = reason.as_deref().and_then(|r| next_step(r, &namespace, &name, message.as_deref().unwrap_or("")));
+        let next = reason.as_deref().and_then(|r| next_step(r, &namespace, &name));
         ServiceView {
             phase: status.phase.map(|p| format!("{p:?}")),
             generation: ms.metadata.generation,
@@ -380,39 +306,15 @@ pub fn transition_line(ms: &Microservice) -> String {
     line
 }
 
-/// Parses humane durations: `90s`, `2m`, `1h30m`, `1.5s`, `500ms`; a bare number is seconds.
+/// Durations as people write them, parsed by humantime: `90s`, `2m`, `1h30m`, `1.5s`, `500ms`; a bare number is
+/// seconds (as kubectl's `--timeout=45` is).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     if let Ok(seconds) = text.parse::<f64>() {
-        return seconds_to_duration(seconds, text);
+        return Duration::try_from_secs_f64(seconds).map_err(|_| format!("`{text}` is not a usable duration"));
     }
-    let mut total = 0.0;
-    let mut rest = text;
-    if rest.is_empty() {
-        return Err("empty duration; write e.g. 90s, 2m or 1h".to_string());
-    }
-    while !rest.is_empty() {
-        let number_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
-        let unit_len =
-            rest[number_len..].find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len() - number_len);
-        let (number, unit) = (&rest[..number_len], &rest[number_len..number_len + unit_len]);
-        let value: f64 =
-            number.parse().map_err(|_| format!("`{text}` is not a duration; write e.g. 90s, 2m, 1h30m or 500ms"))?;
-        let scale = match unit {
-            "ms" => 0.001,
-            "s" | "sec" => 1.0,
-            "m" | "min" => 60.0,
-            "h" => 3600.0,
-            _ => return Err(format!("`{text}`: unknown unit `{unit}`; use ms, s, m or h")),
-        };
-        total += value * scale;
-        rest = &rest[number_len + unit_len..];
-    }
-    seconds_to_duration(total, text)
-}
-
-fn seconds_to_duration(seconds: f64, text: &str) -> Result<Duration, String> {
-    Duration::try_from_secs_f64(seconds).map_err(|_| format!("`{text}` is not a usable duration"))
+    humantime::parse_duration(text)
+        .map_err(|e| format!("`{text}` is not a duration ({e}); write e.g. 90s, 2m, 1h30m or 500ms"))
 }
 
 /// `1.23s`, `250ms`, `2m05s`.
@@ -529,51 +431,37 @@ mod tests {
             "PortReserved",
             "ReplicasOutOfRange",
             "InvalidName",
-            reasons::INVALID_SPEC,
-            reasons::CREATING,
-            reasons::ROLLOUT_IN_PROGRESS,
-            reasons::SERVICE_NOT_FOUND,
-            reasons::PROGRESS_DEADLINE_EXCEEDED,
-            reasons::RESOURCE_CONFLICT,
-            reasons::IMMUTABLE_SELECTOR,
+            "InvalidSpec",
+            "Creating",
+            "RolloutInProgress",
+            "ServiceNotFound",
+            "ProgressDeadlineExceeded",
+            "ResourceConflict",
+            "ImmutableSelector",
             NOT_OBSERVED,
             "SomethingNew",
         ];
         for reason in blocking {
-            let step = next_step(reason, "todo", "todo-api", "").unwrap_or_default();
+            let step = next_step(reason, "todo", "todo-api").unwrap_or_default();
             assert!(!step.is_empty(), "{reason} has no next step");
         }
-        for reason in [reasons::ROLLOUT_COMPLETE, reasons::AS_EXPECTED, reasons::ACCEPTED] {
-            assert_eq!(next_step(reason, "todo", "todo-api", ""), None, "{reason} needs no action");
+        for reason in ["RolloutComplete", "AsExpected", "Accepted"] {
+            assert_eq!(next_step(reason, "todo", "todo-api"), None, "{reason} needs no action");
         }
     }
 
     #[test]
     fn conflicts_name_the_exact_handover_command() {
-        let step = next_step(
-            reasons::RESOURCE_CONFLICT,
-            "todo",
-            "billing",
-            "Deployment todo/billing already exists and is not managed by Microservice billing",
-        )
-        .unwrap();
+        let step = next_step("ResourceConflict", "todo", "billing").unwrap();
         assert!(
             step.contains(
-                "kubectl -n todo annotate deployment billing --overwrite platform.example.com/handover=billing"
-            )
+                "kubectl annotate deployments billing -n todo platform.example.com/handover=billing --overwrite"
+            ),
+            "{step}"
         );
-        assert!(!step.contains("annotate service"));
-        let both = next_step(
-            "MutableTag",
-            "todo",
-            "x",
-            "spec.image: tag `latest` is mutable; spec.port: port 9090 is reserved",
-        )
-        .unwrap();
-        assert!(both.contains("also fix the other problems"), "{both}");
-        assert!(!next_step("MutableTag", "todo", "x", "spec.image: mutable").unwrap().contains("other problems"));
-        let deadline = next_step(reasons::PROGRESS_DEADLINE_EXCEEDED, "todo", "billing", "").unwrap();
+        let deadline = next_step("ProgressDeadlineExceeded", "todo", "billing").unwrap();
         assert!(deadline.contains("kubectl -n todo describe deploy billing"));
+        assert!(next_step("SomethingNew", "todo", "billing").unwrap().contains("describe microservice billing"));
     }
 
     #[test]
@@ -622,7 +510,7 @@ mod tests {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
         assert_eq!(parse_duration("45"), Ok(Duration::from_secs(45)));
-        assert!(parse_duration("2 weeks").is_err());
+        assert!(parse_duration("2 fortnights").is_err());
         assert!(parse_duration("").is_err());
         assert!(parse_duration("-1s").is_err());
         assert_eq!(format_duration(Duration::from_millis(250)), "250ms");

@@ -172,12 +172,7 @@ pub async fn wait_ready(
 ) -> Result<Outcome, WaitError> {
     let api: Api<Microservice> = Api::namespaced(client.clone(), namespace);
     // One cheap request first, so an unreachable cluster or a missing CRD is an error now, not a timeout later.
-    api.list(&ListParams::default().limit(1)).await.map_err(|e| {
-        WaitError::Query(match &e {
-            kube::Error::Api(status) if status.code == 404 => crate::status::QueryError::NoCrd,
-            _ => crate::status::QueryError::Api(e),
-        })
-    })?;
+    api.list(&ListParams::default().limit(1)).await.map_err(|e| WaitError::Query(crate::status::api_error(e)))?;
     let mut last = format!("Microservice {namespace}/{name} does not exist");
     // Check once before watching: with `--timeout 0s` this is the answer (the deadline would otherwise win the
     // race against the watch's first event), and an object already Ready or refused needs no watch.
@@ -226,11 +221,7 @@ pub async fn wait_ready(
 }
 
 fn ready_message(ms: &Microservice) -> String {
-    ms.status
-        .as_ref()
-        .and_then(|s| s.conditions.iter().find(|c| c.type_ == microservice_core::crd::ConditionType::Ready))
-        .map(|c| c.message.clone())
-        .unwrap_or_default()
+    ms.condition(microservice_core::crd::ConditionType::Ready).map(|c| c.message.clone()).unwrap_or_default()
 }
 
 pub async fn run(args: WaitArgs) -> ExitCode {

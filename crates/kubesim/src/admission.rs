@@ -308,6 +308,8 @@ fn name_of(o: &Value) -> &str {
     o.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default()
 }
 
+// Over 80 lines on purpose: The steps of upstream's validating admission (match policies, bindings, params, match
+// conditions, validations, audit annotations) in order; the first denial wins, so the order must stay visible.
 /// Admits a write: `Ok(warnings)` when every bound policy allows it (or only warns), else the first denial as
 /// upstream reports it. Policies and bindings are read from `st`, the store the write is about to change.
 pub fn admit(st: &State, a: &Attributes, resolve: ResolveKind) -> ApiResult<Vec<String>> {

@@ -26,6 +26,7 @@ pub mod error;
 pub mod faults;
 pub mod http;
 pub mod jsonpath;
+pub mod names;
 pub mod openapi;
 pub mod patch;
 pub mod protobuf;

@@ -6,8 +6,8 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use crate::builtin::names::{label_value_errors, qualified_name_errors};
 use crate::error::{ApiError, ApiResult};
+use crate::names::{label_value_errors, qualified_name_errors};
 
 /// The operator of one label requirement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,21 +83,27 @@ impl Requirement {
     }
 
     pub fn matches(&self, labels: &Map<String, Value>) -> bool {
-        let value = labels.get(&self.key).and_then(Value::as_str);
-        let in_set = |v: &str| self.values.iter().any(|x| x == v);
-        match self.op {
+        self.op.admits(labels.get(&self.key).and_then(Value::as_str), &self.values)
+    }
+}
+
+impl LabelOp {
+    /// Whether a label's value (None when the object has no such label) satisfies this operator with `values`:
+    /// the one place label-matching semantics live, for parsed selectors and typed `metav1.LabelSelector`s alike.
+    pub(crate) fn admits(self, value: Option<&str>, values: &[String]) -> bool {
+        let in_set = |v: &str| values.iter().any(|x| x == v);
+        match self {
             LabelOp::Equals | LabelOp::DoubleEquals | LabelOp::In => value.is_some_and(in_set),
             LabelOp::NotEquals | LabelOp::NotIn => !value.is_some_and(in_set),
             LabelOp::Exists => value.is_some(),
             LabelOp::DoesNotExist => value.is_none(),
             LabelOp::GreaterThan | LabelOp::LessThan => {
-                let (Some(have), Some(want)) = (
-                    value.and_then(|v| v.parse::<i64>().ok()),
-                    self.values.first().and_then(|v| v.parse::<i64>().ok()),
-                ) else {
+                let (Some(have), Some(want)) =
+                    (value.and_then(|v| v.parse::<i64>().ok()), values.first().and_then(|v| v.parse::<i64>().ok()))
+                else {
                     return false;
                 };
-                if self.op == LabelOp::GreaterThan { have > want } else { have < want }
+                if self == LabelOp::GreaterThan { have > want } else { have < want }
             }
         }
     }

@@ -13,9 +13,26 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use crate::cluster::{Change, ChangeKind};
 use crate::error::{ApiError, ApiResult};
 use crate::resources::ResourceRef;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeKind {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// A committed change, published to in-process subscribers (the simulated controllers).
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub rt: ResourceRef,
+    pub kind: ChangeKind,
+    pub object: Arc<Value>,
+    /// The previous state for Modified and Deleted.
+    pub old: Option<Arc<Value>>,
+    pub resource_version: u64,
+}
 
 /// Storage identity of a resource: versions of one group/resource share their objects.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -14,14 +14,14 @@ use kube::api::Api;
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Client, Resource, ResourceExt};
-use serde::de::DeserializeOwned;
+use kube::{Client, ResourceExt};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
 use crate::backoff::{Backoff, BackoffPolicy};
 use crate::children::{self, ChildCache, DeploymentView, ServiceView};
+use crate::connection::scoped_api as api;
 use crate::error::{Class, Error};
 use crate::events::Publisher;
 use crate::health::Health;
@@ -32,8 +32,7 @@ use crate::written::WrittenStatuses;
 use microservice_core::crd::Microservice;
 use microservice_core::profile::PlatformProfile;
 
-/// The controller name in Events and metrics.
-pub const CONTROLLER_NAME: &str = "microservice-operator";
+pub use crate::identity::CONTROLLER_NAME;
 
 /// Reconciles running at once in the Ready lane (beside the Controller's own `concurrency`).
 pub const LANE_CONCURRENCY: usize = 8;
@@ -81,19 +80,6 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     pub written: Arc<WrittenStatuses>,
     pub locks: KeyLocks,
-}
-
-fn api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
-where
-    K: Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug,
-{
-    match namespace {
-        Some(ns) => Api::namespaced(client.clone(), ns),
-        None => Api::all(client.clone()),
-    }
 }
 
 type Queue = mpsc::UnboundedSender<ObjectRef<Microservice>>;

@@ -217,7 +217,7 @@ impl Leadership {
             .with_namespace(&namespace)
             .with_create_mode(LeaseCreateMode::AutoCreate)
             .with_identity(&election.identity)
-            .with_field_manager(format!("{}-{}", crate::controller::CONTROLLER_NAME, election.identity))
+            .with_field_manager(format!("{}-{}", crate::identity::CONTROLLER_NAME, election.identity))
             .with_duration(election.lease_duration.as_secs())
             .with_grace(grace)
             .build()

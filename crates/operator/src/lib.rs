@@ -10,6 +10,7 @@ pub mod error;
 pub mod events;
 pub mod health;
 pub mod http;
+pub mod identity;
 pub mod keylock;
 pub mod leader;
 pub mod metrics;

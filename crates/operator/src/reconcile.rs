@@ -17,17 +17,15 @@ use crate::error::{Error, Result};
 use crate::events::{Event, EventType};
 use crate::metrics::ChildLabels;
 use microservice_core::contract::{self, Contract};
-use microservice_core::crd::{
-    AcceptedContract, Condition, ConditionStatus, ConditionType, Microservice, MicroserviceSpec, MicroserviceStatus,
-    Phase,
-};
+use microservice_core::crd::{AcceptedContract, Microservice, MicroserviceSpec, MicroserviceStatus};
 use microservice_core::desired::{HANDOVER_ANNOTATION, MANAGER, desired_deployment, desired_service};
 use microservice_core::drift;
 use microservice_core::ownership::{
     ChildKind, Conflict, Ownership, conflict, handover_cleanup_patch, ownership, ownership_upgrade_patch,
     selector_conflict,
 };
-use microservice_core::status::{compute_status, reasons, status_events};
+use microservice_core::reason::Reason;
+use microservice_core::status::{compute_status, status_events, whole_seconds, with_failure};
 
 /// Progress-only status changes (replica counts and messages, the same phase and condition reasons) are written at
 /// most this often per Microservice; a change of phase or condition (Ready above all) is written at once.
@@ -99,7 +97,7 @@ async fn converge(ms: &Microservice, ctx: &Context) -> Result<Action> {
             let new = compute_status(ms, &contract, None, None, &[], &now);
             return match write_status(ms, ctx, &previous, &new).await? {
                 Written::Yes => {
-                    let reason = violations.first().map_or(reasons::INVALID_SPEC, |v| v.reason.as_str());
+                    let reason = violations.first().map_or(Reason::InvalidSpec, |v| v.reason).as_str();
                     info!(reason, "spec refused by the platform contract: {}", contract::summarize(violations));
                     emit_status_events(ms, ctx, &previous, &new).await;
                     Ok(Action::await_change())
@@ -172,7 +170,7 @@ async fn keep_last_accepted(
 async fn emit_status_events(ms: &Microservice, ctx: &Context, previous: &MicroserviceStatus, new: &MicroserviceStatus) {
     for event in status_events(Some(previous), new) {
         let type_ = if event.warning { EventType::Warning } else { EventType::Normal };
-        publish(ctx, ms, type_, event.reason, "Reconcile", event.note).await;
+        publish(ctx, ms, type_, event.reason.as_str(), "Reconcile", event.note).await;
     }
 }
 
@@ -220,7 +218,7 @@ async fn converge_deployment(
     // A selector is immutable: a Deployment selecting other pods can never become ours, handed over or not.
     if let Some(live) = &live {
         let meta = live.meta.object_meta();
-        if matches!(ownership(ms, Some(&meta)), Ownership::Owned | Ownership::HandedOver)
+        if ownership(ms, Some(&meta)).writable()
             && let Some(problem) = selector_conflict(ms, &desired, &live.to_deployment())
         {
             info!(child = "Deployment", "cannot adopt: {}", problem.message);
@@ -266,9 +264,9 @@ where
             api.create(&params, &desired).await.map_err(|e| Error::api(format!("create {kind} {name}"), e))?;
         ctx.metrics.wrote(kind.resource(), "create");
         let (reason, note) = if acted_before {
-            ("Repaired", format!("{kind} {name} was missing; recreated it"))
+            (Reason::Repaired.as_str(), format!("{kind} {name} was missing; recreated it"))
         } else {
-            ("Created", format!("created {kind} {name}"))
+            (Reason::Created.as_str(), format!("created {kind} {name}"))
         };
         info!(child = kind.as_str(), "{note}");
         report.did(reason, kind, note);
@@ -282,7 +280,7 @@ where
         ctx.metrics.adoptions_total.get_or_create(&ChildLabels { kind: kind.as_str() }).inc();
         let note = format!("adopted {kind} {name}, handed over with {HANDOVER_ANNOTATION}");
         info!(child = kind.as_str(), "{note}");
-        report.did("Adopted", kind, note);
+        report.did(Reason::Adopted.as_str(), kind, note);
         return Ok(Some(remember(cache, &desired, &adopted)));
     }
 
@@ -306,9 +304,9 @@ where
         }
         let fields = changed.join(", ");
         let (reason, note) = if acted_before {
-            ("Repaired", format!("reverted changes to {kind} {name}: {fields}"))
+            (Reason::Repaired.as_str(), format!("reverted changes to {kind} {name}: {fields}"))
         } else {
-            ("Updated", format!("updated {kind} {name}: {fields}"))
+            (Reason::Updated.as_str(), format!("updated {kind} {name}: {fields}"))
         };
         info!(child = kind.as_str(), fields = %fields, "{note}");
         report.did(reason, kind, note);
@@ -499,11 +497,9 @@ fn status_patch_body(status: &MicroserviceStatus) -> Result<Value> {
     Ok(body)
 }
 
-/// The current time as the API returns it: metav1.Time has whole seconds on the wire, so a finer value would
-/// differ from its own read-back and cause a needless second status write.
+/// The current time as the API returns it (whole seconds).
 fn now() -> Time {
-    let now = k8s_openapi::jiff::Timestamp::now();
-    Time(k8s_openapi::jiff::Timestamp::from_second(now.as_second()).unwrap_or(now))
+    whole_seconds(&Time(k8s_openapi::jiff::Timestamp::now()))
 }
 
 /// Records a permanent failure as Degraded, with a Warning Event the first time.
@@ -513,49 +509,17 @@ async fn record_permanent(ms: &Microservice, ctx: &Context, err: &Error) -> Resu
     let reason = failure_reason(err);
     let new = with_failure(&previous, ms.metadata.generation, reason, &err.to_string(), &now);
     if let Written::Yes = write_status(ms, ctx, &previous, &new).await? {
-        publish(ctx, ms, EventType::Warning, reason, "Reconcile", err.to_string()).await;
+        publish(ctx, ms, EventType::Warning, reason.as_str(), "Reconcile", err.to_string()).await;
     }
     Ok(())
 }
 
-fn failure_reason(err: &Error) -> &'static str {
+fn failure_reason(err: &Error) -> Reason {
     match err {
-        Error::Api { .. } if err.status_code() == Some(403) => "Forbidden",
-        Error::Api { .. } => "ApiRejected",
-        Error::Desired(_) | Error::MissingMetadata(_) | Error::Serialize { .. } => "InternalError",
+        Error::Api { .. } if err.status_code() == Some(403) => Reason::Forbidden,
+        Error::Api { .. } => Reason::ApiRejected,
+        Error::Desired(_) | Error::MissingMetadata(_) | Error::Serialize { .. } => Reason::InternalError,
     }
-}
-
-/// `previous` with Degraded=True for `reason`, Ready=False and phase Degraded; other conditions kept.
-fn with_failure(
-    previous: &MicroserviceStatus,
-    generation: Option<i64>,
-    reason: &str,
-    message: &str,
-    now: &Time,
-) -> MicroserviceStatus {
-    let mut status = previous.clone();
-    for (type_, value) in
-        [(ConditionType::Degraded, ConditionStatus::True), (ConditionType::Ready, ConditionStatus::False)]
-    {
-        let transition = match status.conditions.iter().find(|c| c.type_ == type_) {
-            Some(c) if c.status == value => c.last_transition_time.clone(),
-            _ => now.clone(),
-        };
-        status.conditions.retain(|c| c.type_ != type_);
-        status.conditions.push(Condition {
-            type_,
-            status: value,
-            observed_generation: generation,
-            last_transition_time: transition,
-            reason: reason.to_string(),
-            message: message.to_string(),
-        });
-    }
-    status.conditions.sort_by_key(|c| c.type_);
-    status.phase = Some(Phase::Degraded);
-    status.observed_generation = status.observed_generation.max(generation);
-    status
 }
 
 /// Events are best effort: a failure to record one is logged, never fails the reconcile.
@@ -587,52 +551,6 @@ mod tests {
         assert_ne!(g1, g2);
         assert_eq!(g1, series_action("Reconcile", "generation 1 is rolled out: every replica runs a:1"));
         assert!(g1.starts_with("Reconcile-") && g1.len() == "Reconcile-".len() + 8, "{g1}");
-    }
-
-    fn condition(status: &MicroserviceStatus, type_: ConditionType) -> Option<&Condition> {
-        status.conditions.iter().find(|c| c.type_ == type_)
-    }
-
-    fn time(s: &str) -> Time {
-        Time(s.parse().unwrap())
-    }
-
-    fn cond(type_: ConditionType, status: ConditionStatus, reason: &str, generation: i64, at: &str) -> Condition {
-        Condition {
-            type_,
-            status,
-            observed_generation: Some(generation),
-            last_transition_time: time(at),
-            reason: reason.into(),
-            message: String::new(),
-        }
-    }
-
-    #[test]
-    fn a_permanent_failure_degrades_and_keeps_other_conditions() {
-        let previous = MicroserviceStatus {
-            observed_generation: Some(2),
-            phase: Some(Phase::Ready),
-            conditions: vec![
-                cond(ConditionType::Accepted, ConditionStatus::True, "Accepted", 2, "2026-01-01T00:00:00Z"),
-                cond(ConditionType::Ready, ConditionStatus::True, "RolloutComplete", 2, "2026-01-01T00:00:00Z"),
-            ],
-            ..MicroserviceStatus::default()
-        };
-        let now = time("2026-01-02T00:00:00Z");
-        let s = with_failure(&previous, Some(3), "Forbidden", "no patch on deployments", &now);
-        assert_eq!(s.phase, Some(Phase::Degraded));
-        assert_eq!(s.observed_generation, Some(3));
-        let degraded = condition(&s, ConditionType::Degraded).unwrap();
-        assert_eq!((degraded.status, degraded.reason.as_str()), (ConditionStatus::True, "Forbidden"));
-        assert_eq!(degraded.last_transition_time, now);
-        let ready = condition(&s, ConditionType::Ready).unwrap();
-        assert_eq!(ready.status, ConditionStatus::False);
-        assert_eq!(ready.last_transition_time, now, "Ready changed status, so it moved");
-        let accepted = condition(&s, ConditionType::Accepted).unwrap();
-        assert_eq!(accepted.last_transition_time, time("2026-01-01T00:00:00Z"));
-        // Recording the same failure again changes nothing (no second status write, no second Event).
-        assert_eq!(with_failure(&s, Some(3), "Forbidden", "no patch on deployments", &now), s);
     }
 
     #[test]

@@ -1,18 +1,119 @@
-//! Resolving `microservice-operator run`'s flags, the platform profile file and the pod's environment into the
-//! operator's configuration. Pure apart from [`PodEnvironment::from_process`], so every rule is unit-tested.
+//! `microservice-operator run`'s flags ([`RunArgs`]), and resolving them, the platform profile file and the pod's
+//! environment into the operator's configuration. Pure apart from [`PodEnvironment::from_process`], so every rule is unit-tested.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use thiserror::Error;
 
 use crate::backoff::BackoffPolicy;
-use crate::cli::run::RunArgs;
 use crate::controller::Config;
 use crate::telemetry::LogFormat;
 use microservice_core::image::normalize_repository;
 use microservice_core::profile::{PlatformProfile, ProfileError};
+
+#[derive(clap::Args, Debug, Clone)]
+#[command(
+    about = "Run the operator: reconcile Microservices into Deployments and Services",
+    long_about = "Run the operator: reconcile Microservices into Deployments and Services.\n\n\
+        Connects in-cluster (service account) or through a kubeconfig (--kubeconfig, else KUBECONFIG, else \
+        ~/.kube/config). Every flag can also be set through the environment variable shown with it; a flag on the \
+        command line wins over the variable, and both win over the profile file (--config).",
+    after_help = "Logging: RUST_LOG sets the filter (default `info`, e.g. RUST_LOG=info,microservice_operator=debug).\n\
+        Tracing: with OTEL_EXPORTER_OTLP_ENDPOINT set (e.g. http://otel-collector:4317), reconcile spans are \
+        exported over OTLP/gRPC.\n\
+        Endpoints on --metrics-bind-address: /metrics (Prometheus), /healthz (liveness), /readyz (readiness).\n\
+        Exit codes: 0 after SIGTERM/SIGINT; 1 when the API server is unreachable, the Lease was lost or shutdown \
+        overran --shutdown-timeout; 2 for a bad flag, profile or kubeconfig."
+)]
+pub struct RunArgs {
+    /// Watch Microservices (and their Deployments and Services) in this namespace.
+    #[arg(long, short = 'n', env = "WATCH_NAMESPACE", default_value = "todo", value_name = "NAMESPACE")]
+    pub namespace: String,
+
+    /// Watch every namespace instead of --namespace (needs cluster-wide RBAC).
+    #[arg(long, env = "OPERATOR_ALL_NAMESPACES", conflicts_with = "namespace")]
+    pub all_namespaces: bool,
+
+    /// Only reconcile Microservices matching this label selector (to shard them across operator deployments).
+    #[arg(long, short = 'l', env = "OPERATOR_SELECTOR", value_name = "SELECTOR")]
+    pub selector: Option<String>,
+
+    /// Re-check every Microservice this often even without changes (e.g. 30s, 5m, 1h; at least 10s).
+    #[arg(long, env = "OPERATOR_RESYNC_INTERVAL", default_value = "5m", value_parser = parse_resync_interval, value_name = "DURATION")]
+    pub resync_interval: Duration,
+
+    /// Microservices reconciled at once (one object is never reconciled twice at once).
+    #[arg(long, env = "OPERATOR_CONCURRENCY", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..), value_name = "N")]
+    pub concurrency: u16,
+
+    /// The platform profile (YAML; see `microservice-operator profile`): allowed repositories, probes, resources.
+    #[arg(long, env = "OPERATOR_CONFIG", value_name = "PROFILE.yaml")]
+    pub config: Option<PathBuf>,
+
+    /// Image repositories Microservices may run, comma-separated; replaces the profile's allowedRepositories.
+    #[arg(long, env = "OPERATOR_ALLOWED_REPOSITORIES", value_delimiter = ',', value_name = "REPO,...")]
+    pub allowed_repositories: Vec<String>,
+
+    /// Where /metrics, /healthz and /readyz are served (port 0 picks a free port, logged at start).
+    #[arg(long, env = "OPERATOR_METRICS_BIND_ADDRESS", default_value = "0.0.0.0:8080", value_name = "ADDR:PORT")]
+    pub metrics_bind_address: SocketAddr,
+
+    /// Log line format [default: text on a terminal, json otherwise].
+    #[arg(long, env = "OPERATOR_LOG_FORMAT", value_enum, value_name = "FORMAT")]
+    pub log_format: Option<LogFormat>,
+
+    /// Kubeconfig file (default: in-cluster config when in a pod, else KUBECONFIG, else ~/.kube/config).
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Kubeconfig context to use instead of its current-context.
+    #[arg(long, env = "OPERATOR_CONTEXT", value_name = "CONTEXT")]
+    pub context: Option<String>,
+
+    /// Elect one leader among the replicas through a Lease; only the leader writes. `--leader-elect=false` for a
+    /// single replica.
+    #[arg(long, env = "OPERATOR_LEADER_ELECT", default_value_t = true, action = clap::ArgAction::Set,
+          num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub leader_elect: bool,
+
+    /// Namespace of the Lease [default: the pod's namespace (POD_NAMESPACE or the service account's), else
+    /// --namespace, else the kubeconfig's namespace].
+    #[arg(long, env = "OPERATOR_LEADER_ELECTION_NAMESPACE", value_name = "NAMESPACE")]
+    pub leader_election_namespace: Option<String>,
+
+    /// Name of the Lease; replicas with the same name and namespace elect one leader.
+    #[arg(long, env = "OPERATOR_LEADER_ELECTION_ID", default_value = "microservice-operator", value_name = "NAME")]
+    pub leader_election_id: String,
+
+    /// How long a Lease stays valid without renewal: a standby takes over at most this long after the leader died.
+    #[arg(long, env = "OPERATOR_LEADER_ELECTION_LEASE_DURATION", default_value = "15s", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub leader_election_lease_duration: Duration,
+
+    /// The leader renews the Lease when this long has passed since the last renewal.
+    #[arg(long, env = "OPERATOR_LEADER_ELECTION_RENEW_DEADLINE", default_value = "10s", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub leader_election_renew_deadline: Duration,
+
+    /// After SIGTERM/SIGINT, how long in-flight reconciles may take before the process exits anyway.
+    #[arg(long, env = "OPERATOR_SHUTDOWN_TIMEOUT", default_value = "25s", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub shutdown_timeout: Duration,
+}
+
+/// Below this, a resync re-reconciles every Microservice in a loop (0s hot-loops) and floods the API server.
+pub const MIN_RESYNC_INTERVAL: Duration = Duration::from_secs(10);
+
+/// `--resync-interval`: a duration as people write it, no shorter than [`MIN_RESYNC_INTERVAL`].
+fn parse_resync_interval(text: &str) -> Result<Duration, String> {
+    let interval = humantime::parse_duration(text).map_err(|e| e.to_string())?;
+    if interval < MIN_RESYNC_INTERVAL {
+        return Err(format!(
+            "must be at least {} (a shorter interval re-reconciles every Microservice in a loop)",
+            humantime::format_duration(MIN_RESYNC_INTERVAL)
+        ));
+    }
+    Ok(interval)
+}
 
 /// Where the service-account token mount keeps the pod's namespace.
 pub const SERVICE_ACCOUNT_NAMESPACE_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";

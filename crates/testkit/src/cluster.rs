@@ -9,7 +9,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
+use kube::api::{Api, PostParams};
+use kube::runtime::{conditions, wait::await_condition};
 use kubesim::controllers::{ControllerConfig, ImageRule, PodBehaviour};
 use kubesim::{RequestCounts, RequestKey, Sim};
 
@@ -126,6 +130,19 @@ impl Cluster {
     /// A client with every permission.
     pub fn client(&self) -> Client {
         self.client.clone()
+    }
+
+    /// Installs `crd`, waits (at most `deadline`) until it is Established, and creates namespace `namespace`: the
+    /// state the suites of the core, the operator and the plugin start from. Fails the test otherwise.
+    pub async fn install(&self, crd: &CustomResourceDefinition, namespace: &str, deadline: Duration) {
+        let crds: Api<CustomResourceDefinition> = Api::all(self.client());
+        crds.create(&PostParams::default(), crd).await.expect("install the CRD");
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        let established = await_condition(crds, &name, conditions::is_crd_established());
+        tokio::time::timeout(deadline, established).await.expect("CRD established in time").expect("CRD watch");
+        let ns: Namespace =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": namespace}})).expect("a namespace object");
+        Api::<Namespace>::all(self.client()).create(&PostParams::default(), &ns).await.expect("create the namespace");
     }
 
     /// The emulator, for what only it can do (fault injection); None on the real control plane.

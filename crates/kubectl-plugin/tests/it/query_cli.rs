@@ -106,7 +106,7 @@ async fn a_conflict_names_the_handover_command() {
     assert_eq!(item["reason"], "ResourceConflict");
     let next = item["nextStep"].as_str().unwrap();
     assert!(
-        next.contains("kubectl -n todo annotate deployment billing --overwrite platform.example.com/handover=billing"),
+        next.contains("kubectl annotate deployments billing -n todo platform.example.com/handover=billing --overwrite"),
         "{next}"
     );
 }

@@ -39,7 +39,6 @@ pub(crate) use stored_kinds;
 
 mod defaults;
 pub mod events;
-pub mod names;
 mod prune;
 mod validate;
 

@@ -74,6 +74,8 @@ fn hex_id(seed: &str) -> String {
     (0..8).map(|i| format!("{:08x}", fnv1a32(format!("{seed}/{i}").as_bytes()))).collect()
 }
 
+// Over 80 lines on purpose: Builds one PodStatus field by field (phase, IPs, conditions, container states) as the
+// kubelet reports it; the fields depend on each other's values, so it is one function.
 /// The status once the containers started: Running, IPs, container states per the image rules.
 /// `restarts` is how often crash-looping containers have restarted so far.
 pub fn started_status(pod: &Value, rules: &[ImageRule], ip: &str, restarts: i32, now: Timestamp) -> Value {

@@ -21,12 +21,17 @@ use tokio::time::Instant;
 use super::gc::{self, Graph, Lookup, Node};
 use super::util::{now_seconds, time};
 use super::{ControllerConfig, deployment, kubelet, replicaset};
+use crate::cluster::meta::meta_str;
 use crate::cluster::{
     Change, ChangeKind, Cluster, DeleteOptions, DeleteOutcome, ListOptions, PatchBody, PropagationPolicy, Subresource,
     WriteOptions,
 };
 use crate::error::ApiError;
 use crate::resources::{ResourceRef, ResourceType, builtin_types};
+
+mod collect;
+
+mod pods;
 
 const CONTROLLER_MANAGER: &str = "kube-controller-manager";
 const KUBELET: &str = "kubelet";
@@ -40,10 +45,6 @@ struct Cached {
     uid: String,
     rv: u64,
     value: Arc<Value>,
-}
-
-fn meta_str<'a>(v: &'a Value, field: &str) -> Option<&'a str> {
-    v.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str)
 }
 
 fn rv_of(v: &Value) -> u64 {
@@ -491,6 +492,8 @@ impl Manager {
 
     // ---- Deployments ----
 
+    // Over 80 lines on purpose: Performs one Deployment sync's plan (ReplicaSet writes, annotations, Events, status,
+    // requeue) in the order upstream performs them; the decisions themselves are `deployment::sync`'s.
     fn sync_deployment(&mut self, key: &Key) {
         let Some(cached) = self.deployments.objects.get(key).cloned() else { return };
         let Some(d) = typed::<Deployment>(&cached.value) else { return };
@@ -691,285 +694,7 @@ impl Manager {
 
     // ---- Pods (scheduler and kubelet) ----
 
-    fn sync_pod(&mut self, key: &Key) {
-        let Some(cached) = self.pods.objects.get(key).cloned() else { return };
-        let pod = cached.value;
-        let uid = cached.uid;
-        let rt = self.types.pods.clone();
-        let (ns, name) = key;
-        if meta_str(&pod, "deletionTimestamp").is_some() {
-            // No containers to stop: the kubelet confirms the deletion at once.
-            if self.killed.insert(uid.clone()) {
-                let del = DeleteOptions {
-                    grace_period_seconds: Some(0),
-                    precondition_uid: Some(uid.clone()),
-                    ..Default::default()
-                };
-                if let Ok(out) = self.cluster.delete(&rt, ns_opt(ns), name, &del) {
-                    self.deleted(&rt, out);
-                }
-            }
-            return;
-        }
-        let phase = pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("");
-        if matches!(phase, "Succeeded" | "Failed") {
-            return;
-        }
-        let now = Instant::now();
-        let scheduled = pod.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
-        let started = phase == "Running";
-        if !self.runs.contains_key(&uid) {
-            let stage = match (scheduled, started) {
-                (false, _) => Stage::Unscheduled,
-                (true, false) => Stage::Starting,
-                (true, true) if kubelet::crash_loops(&pod, &self.config.image_rules) => Stage::CrashLooping,
-                (true, true) => Stage::Running,
-            };
-            let delay = match stage {
-                Stage::Unscheduled => self.config.schedule_delay,
-                Stage::Starting => self.config.ready_delay,
-                _ => self.crash_interval(0),
-            };
-            let restarts = pod
-                .pointer("/status/containerStatuses")
-                .and_then(Value::as_array)
-                .map(|cs| cs.iter().filter_map(|c| c["restartCount"].as_i64()).max().unwrap_or(0))
-                .unwrap_or(0) as i32;
-            let ip = pod.pointer("/status/podIP").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| {
-                self.next_ip += 1;
-                kubelet::pod_ip(self.next_ip - 1)
-            });
-            self.runs.insert(uid.clone(), PodRun { stage, due: now + delay, restarts, ip });
-        }
-        let Some(run) = self.runs.get(&uid) else { return };
-        if run.due > now {
-            let after = run.due - now;
-            self.schedule(after, Work::Pod(key.clone()));
-            return;
-        }
-        match run.stage {
-            Stage::Unscheduled => {
-                let patch = PatchBody::Merge(json!({"spec": {"nodeName": kubelet::NODE_NAME}}));
-                let Ok(out) =
-                    self.cluster.patch(&rt, ns_opt(ns), name, patch, Subresource::Main, &Self::opts(SCHEDULER))
-                else {
-                    return;
-                };
-                let pod = self.wrote(&rt, out.object);
-                if self.config.ready_delay.is_zero() {
-                    self.start_pod(key, &uid, &pod);
-                } else {
-                    let status = kubelet::scheduled_status(&pod, now_seconds());
-                    self.write_pod_status(key, &pod, status);
-                    let due = now + self.config.ready_delay;
-                    if let Some(run) = self.runs.get_mut(&uid) {
-                        run.stage = Stage::Starting;
-                        run.due = due;
-                    }
-                    self.schedule(self.config.ready_delay, Work::Pod(key.clone()));
-                }
-            }
-            Stage::Starting => self.start_pod(key, &uid, &pod),
-            Stage::CrashLooping => {
-                if let Some(run) = self.runs.get_mut(&uid) {
-                    run.restarts += 1;
-                }
-                self.start_pod(key, &uid, &pod);
-            }
-            Stage::Running => {}
-        }
-    }
-
-    /// Time between restarts of a crash-looping container: the configured ready delay (at least 1 s), doubling.
-    fn crash_interval(&self, restarts: i32) -> Duration {
-        let base = self.config.ready_delay.max(Duration::from_secs(1));
-        (base * 2u32.saturating_pow(restarts.clamp(0, 8) as u32)).min(Duration::from_secs(300))
-    }
-
-    fn start_pod(&mut self, key: &Key, uid: &str, pod: &Value) {
-        let Some(run) = self.runs.get(uid) else { return };
-        let (ip, restarts) = (run.ip.clone(), run.restarts);
-        let status = kubelet::started_status(pod, &self.config.image_rules, &ip, restarts, now_seconds());
-        self.write_pod_status(key, pod, status);
-        let crash = kubelet::crash_loops(pod, &self.config.image_rules);
-        let interval = self.crash_interval(restarts);
-        if let Some(run) = self.runs.get_mut(uid) {
-            run.stage = if crash { Stage::CrashLooping } else { Stage::Running };
-            run.due = Instant::now() + interval;
-        }
-        if crash {
-            self.schedule(interval, Work::Pod(key.clone()));
-        }
-    }
-
-    fn write_pod_status(&mut self, key: &Key, pod: &Value, status: Value) {
-        let rt = self.types.pods.clone();
-        let mut body = pod.clone();
-        body["status"] = status;
-        let opts = Self::opts(KUBELET);
-        if let Ok(out) = self.cluster.update(&rt, ns_opt(&key.0), &key.1, body, Subresource::Status, &opts) {
-            self.wrote(&rt, out.object);
-        }
-    }
-
     // ---- Garbage collection ----
 
-    fn collect(&mut self, uid: &str) {
-        let cluster = self.cluster.clone();
-        let mut lookup = |node: &Node, link: &gc::OwnerLink| lookup_owner(&cluster, node, link);
-        let actions = self.graph.decide(uid, &mut lookup);
-        for action in actions {
-            match action {
-                gc::Action::Delete { uid, policy } => {
-                    let Some(node) = self.graph.get(&uid).cloned() else { continue };
-                    let del = DeleteOptions {
-                        propagation_policy: Some(policy),
-                        precondition_uid: Some(uid.clone()),
-                        ..Default::default()
-                    };
-                    match self.cluster.delete(&node.rt, node.namespace.as_deref(), &node.name, &del) {
-                        Ok(out) => self.deleted(&node.rt, out),
-                        Err(e) if e.code == 404 || e.code == 409 => {}
-                        Err(_) => {}
-                    }
-                }
-                gc::Action::RemoveOwnerRefs { uid, owners } => {
-                    self.edit_metadata(&uid, |meta| {
-                        let Some(refs) = meta.get_mut("ownerReferences").and_then(Value::as_array_mut) else {
-                            return false;
-                        };
-                        let before = refs.len();
-                        refs.retain(|r| !owners.iter().any(|o| r.get("uid").and_then(Value::as_str) == Some(o)));
-                        let changed = refs.len() != before;
-                        if refs.is_empty() {
-                            meta.remove("ownerReferences");
-                        }
-                        changed
-                    });
-                }
-                gc::Action::RemoveFinalizer { uid, finalizer } => {
-                    self.edit_metadata(&uid, |meta| {
-                        let Some(list) = meta.get_mut("finalizers").and_then(Value::as_array_mut) else {
-                            return false;
-                        };
-                        let before = list.len();
-                        list.retain(|f| f.as_str() != Some(finalizer));
-                        let changed = list.len() != before;
-                        if list.is_empty() {
-                            meta.remove("finalizers");
-                        }
-                        changed
-                    });
-                }
-                gc::Action::Recheck(uids) => self.dirty_gc.extend(uids),
-            }
-        }
-    }
-
-    /// Read-modify-write of an object's metadata with optimistic concurrency, retried on conflicts.
-    fn edit_metadata(&mut self, uid: &str, edit: impl Fn(&mut serde_json::Map<String, Value>) -> bool) {
-        let Some(node) = self.graph.get(uid).cloned() else { return };
-        let opts = Self::opts("garbage-collector");
-        for _ in 0..5 {
-            let Ok(mut obj) = self.cluster.get(&node.rt, node.namespace.as_deref(), &node.name) else { return };
-            if meta_str(&obj, "uid") != Some(uid) {
-                return;
-            }
-            let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else { return };
-            if !edit(meta) {
-                return;
-            }
-            match self.cluster.update(&node.rt, node.namespace.as_deref(), &node.name, obj, Subresource::Main, &opts) {
-                Ok(out) => {
-                    self.wrote(&node.rt, out.object);
-                    return;
-                }
-                Err(e) if e.code == 409 => continue,
-                Err(ApiError { code: 404, .. }) => {
-                    // The update removed the last finalizer and with it the object, or it was gone already.
-                    return;
-                }
-                Err(_) => return,
-            }
-        }
-    }
-
     // ---- Namespaces ----
-
-    fn finalize_namespace(&mut self, name: &str) {
-        let key = (String::new(), name.to_string());
-        let Some(ns) = self.namespaces.objects.get(&key).map(|c| c.value.clone()) else { return };
-        if meta_str(&ns, "deletionTimestamp").is_none() {
-            return;
-        }
-        let rt = self.types.namespaces.clone();
-        let opts = Self::opts("namespace-controller");
-        if ns.pointer("/status/phase").and_then(Value::as_str) != Some("Terminating") {
-            let mut body = (*ns).clone();
-            body["status"] = json!({"phase": "Terminating"});
-            if let Ok(out) = self.cluster.update(&rt, None, name, body, Subresource::Status, &opts) {
-                self.wrote(&rt, out.object);
-            }
-        }
-        // Delete what is left, type by type; objects held by finalizers are waited for.
-        let mut remaining: HashMap<(String, String), (ResourceRef, bool)> = HashMap::new();
-        for n in self.graph.nodes().filter(|n| n.namespace.as_deref() == Some(name)) {
-            let e = remaining.entry((n.rt.group.clone(), n.rt.plural.clone())).or_insert((n.rt.clone(), false));
-            e.1 |= !n.deleting;
-        }
-        if !remaining.is_empty() {
-            for (rt, live) in remaining.into_values() {
-                if live {
-                    let del =
-                        DeleteOptions { propagation_policy: Some(PropagationPolicy::Background), ..Default::default() };
-                    if let Ok(gone) = self.cluster.delete_collection(&rt, Some(name), &ListOptions::default(), &del) {
-                        for v in gone {
-                            let outcome = if meta_str(&v, "deletionTimestamp").is_some() {
-                                DeleteOutcome::Pending(v)
-                            } else {
-                                DeleteOutcome::Deleted(v)
-                            };
-                            self.deleted(&rt, outcome);
-                        }
-                    }
-                }
-            }
-            return;
-        }
-        // Empty: release the `kubernetes` finalizer, then the namespace goes.
-        let has_finalizer = ns
-            .pointer("/spec/finalizers")
-            .and_then(Value::as_array)
-            .is_some_and(|f| f.iter().any(|x| x == NAMESPACE_FINALIZER));
-        if has_finalizer {
-            let mut body = (*ns).clone();
-            if let Some(list) = body.pointer_mut("/spec/finalizers").and_then(Value::as_array_mut) {
-                list.retain(|x| x != NAMESPACE_FINALIZER);
-            }
-            match self.cluster.update(&rt, None, name, body, Subresource::Main, &opts) {
-                Ok(out) => {
-                    self.wrote(&rt, out.object);
-                }
-                Err(_) => return,
-            }
-        }
-        if let Ok(true) = self.cluster.finalize_namespace(name) {
-            self.namespaces.remove_key(&key);
-        }
-    }
-}
-
-/// Asks the API server about an owner the graph does not hold.
-fn lookup_owner(cluster: &Cluster, node: &Node, link: &gc::OwnerLink) -> Lookup {
-    let Ok(rt) = cluster.resolve_kind(&link.api_version, &link.kind) else { return Lookup::Unknown };
-    let ns = if rt.namespaced { node.namespace.as_deref() } else { None };
-    match cluster.get(&rt, ns, &link.name) {
-        Ok(owner) if meta_str(&owner, "uid") == Some(link.uid.as_str()) => {
-            let deleting = Node::from_object(&rt, &owner).is_some_and(|n| n.deleting_dependents());
-            Lookup::Exists { deleting_dependents: deleting }
-        }
-        Ok(_) => Lookup::Absent,
-        Err(e) if e.code == 404 => Lookup::Absent,
-        Err(_) => Lookup::Unknown,
-    }
 }

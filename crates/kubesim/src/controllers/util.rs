@@ -7,6 +7,8 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference, Time};
 use serde_json::Value;
 
+use crate::selector::LabelOp;
+
 /// Now, truncated to the second: metav1.Time has second precision on the wire, so in-memory values that are
 /// compared with stored ones must have it too.
 pub fn now_seconds() -> Timestamp {
@@ -24,27 +26,20 @@ pub fn time(t: Timestamp) -> Time {
 /// Whether `labels` satisfy a metav1.LabelSelector. An empty selector matches everything (callers that must not
 /// select everything check [`selector_is_empty`] first, as upstream does).
 pub fn selector_matches(sel: &LabelSelector, labels: Option<&BTreeMap<String, String>>) -> bool {
-    let empty = BTreeMap::new();
-    let labels = labels.unwrap_or(&empty);
-    if let Some(ml) = &sel.match_labels
-        && ml.iter().any(|(k, v)| labels.get(k) != Some(v))
-    {
-        return false;
-    }
-    for e in sel.match_expressions.iter().flatten() {
-        let values = e.values.as_deref().unwrap_or(&[]);
-        let ok = match e.operator.as_str() {
-            "In" => labels.get(&e.key).is_some_and(|v| values.contains(v)),
-            "NotIn" => labels.get(&e.key).is_none_or(|v| !values.contains(v)),
-            "Exists" => labels.contains_key(&e.key),
-            "DoesNotExist" => !labels.contains_key(&e.key),
-            _ => false,
-        };
-        if !ok {
-            return false;
-        }
-    }
-    true
+    let value = |key: &str| labels.and_then(|l| l.get(key)).map(String::as_str);
+    let labels_match =
+        sel.match_labels.iter().flatten().all(|(k, v)| LabelOp::Equals.admits(value(k), std::slice::from_ref(v)));
+    labels_match
+        && sel.match_expressions.iter().flatten().all(|e| {
+            let op = match e.operator.as_str() {
+                "In" => LabelOp::In,
+                "NotIn" => LabelOp::NotIn,
+                "Exists" => LabelOp::Exists,
+                "DoesNotExist" => LabelOp::DoesNotExist,
+                _ => return false,
+            };
+            op.admits(value(&e.key), e.values.as_deref().unwrap_or(&[]))
+        })
 }
 
 pub fn selector_is_empty(sel: &LabelSelector) -> bool {

@@ -43,6 +43,8 @@ fn bad_format(message: impl Into<String>) -> ApiError {
     ApiError::bad_request(message)
 }
 
+// Over 80 lines on purpose: Upstream's `mergeMap`: the directives ($patch, $retainKeys, $deleteFromPrimitiveList,
+// $setElementOrder) and then every key, in its order; the directives change how the keys merge.
 /// Merges `patch` into `original`; `None` when the patch deletes the whole map (`$patch: delete`).
 fn merge_map(
     mut original: Map<String, Value>,

@@ -16,8 +16,8 @@ use std::sync::{Arc, LazyLock};
 use cel::{Context, Env, Program};
 use serde_json::Value;
 
-use crate::builtin::names::err;
 use crate::error::Cause;
+use crate::names::err;
 
 pub(crate) static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
     let mut env = Env::stdlib();

@@ -13,6 +13,7 @@ use super::Error;
 /// The annotation that marks a node as kwok's.
 const FAKE_NODE: (&str, &str) = ("kwok.x-k8s.io/node", "fake");
 
+// Over 80 lines on purpose: A table: kwok's stage definitions as one YAML document.
 /// kwok's configuration: its stages for nodes and pods, as one multi-document YAML file.
 pub(super) fn config(pod_ready_delay: Duration, never_ready_images: &[String]) -> String {
     let delay = pod_ready_delay.as_millis();

@@ -102,6 +102,8 @@ pub struct ControlPlane {
 }
 
 impl ControlPlane {
+    // Over 80 lines on purpose: The control plane's start-up in order (etcd, kube-apiserver, controller-manager, kwok,
+    // readiness), each waiting on the one before, with one cleanup path on failure.
     pub async fn start(options: Options) -> Result<ControlPlane, Error> {
         let begun = Instant::now();
         let deadline = begun + options.start_timeout;

@@ -2,15 +2,13 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
-use kube::api::{Api, PostParams};
 use kubesim::Sim;
 use microservice_core::crd::Microservice;
-use serde_json::json;
+use microservice_testkit::Cluster;
 
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -43,30 +41,12 @@ pub fn assert_golden(relative: &str, actual: &str, regenerate: &str) {
 
 /// The test cluster: kubesim without controllers, the committed CRD (`deploy/crd.yaml`) installed and Established,
 /// and namespace `todo`.
-pub async fn cluster_with_crd() -> (Sim, Client) {
+pub async fn cluster_with_crd() -> (Cluster, Client) {
     let sim = Sim::builder().without_controllers().start().await.unwrap();
-    let client = sim.client();
+    let cluster = Cluster::from_sim(sim);
     let text = std::fs::read_to_string(repo_root().join("deploy/crd.yaml")).unwrap();
     let crd: CustomResourceDefinition = serde_saphyr::from_str(&text).unwrap();
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    crds.create(&PostParams::default(), &crd).await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let current = crds.get("microservices.platform.example.com").await.unwrap();
-        let established = current
-            .status
-            .and_then(|s| s.conditions)
-            .unwrap_or_default()
-            .iter()
-            .any(|c| c.type_ == "Established" && c.status == "True");
-        if established {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the CRD never became Established");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let todo: Namespace = serde_json::from_value(json!({"metadata": {"name": "todo"}})).unwrap();
-    namespaces.create(&PostParams::default(), &todo).await.unwrap();
-    (sim, client)
+    cluster.install(&crd, "todo", Duration::from_secs(10)).await;
+    let client = cluster.client();
+    (cluster, client)
 }

@@ -7,10 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, PostParams};
-use kube::runtime::{conditions, wait::await_condition};
 use kubectl_microservice::status::{ClusterArgs, OutputFormat, StatusArgs};
 use kubectl_microservice::wait::{self, Outcome, Progress, WaitArgs};
 use microservice_core::crd::Microservice;
@@ -59,13 +56,8 @@ impl Cluster {
     pub async fn start(tag: &str) -> Cluster {
         let options = ClusterOptions { never_ready_images: vec![NEVER_READY.into()], ..ClusterOptions::default() };
         let backend = microservice_testkit::Cluster::start(options).await;
+        backend.install(&microservice_core::crd::crd(), NS, DEADLINE).await;
         let client = backend.client();
-        let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-        crds.create(&PostParams::default(), &microservice_core::crd::crd()).await.unwrap();
-        let established = await_condition(crds, "microservices.platform.example.com", conditions::is_crd_established());
-        tokio::time::timeout(DEADLINE, established).await.unwrap().unwrap();
-        let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap();
-        Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await.unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
         let config = Config { namespace: Some(NS.into()), ..Config::default() };
         tokio::spawn(controller::run(client, config, Arc::new(Metrics::new()), async move {

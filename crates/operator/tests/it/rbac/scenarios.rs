@@ -290,7 +290,7 @@ impl Steps {
             })
             .await?;
         let status = ms.status.unwrap_or_default();
-        match status.conditions.iter().find(|c| c.type_ == ConditionType::Accepted) {
+        match status.condition(ConditionType::Accepted) {
             Some(c) if c.status == ConditionStatus::False && c.reason == "ImageNotAllowed" => Ok(()),
             other => Err(format!("Accepted condition {other:?}")),
         }

@@ -8,10 +8,9 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Namespace, Service};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, ListParams, PostParams};
-use kube::runtime::{WatchStreamExt, conditions, wait::await_condition, watcher};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, CustomResourceExt, ResourceExt};
 use kubesim::Sim;
 use kubesim::controllers::ControllerConfig;
@@ -74,14 +73,8 @@ impl Harness {
     }
 
     async fn install(cluster: Cluster) -> Harness {
+        cluster.install(&Microservice::crd(), NS, DEADLINE).await;
         let client = cluster.client();
-        let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-        crds.create(&PostParams::default(), &Microservice::crd()).await.expect("install the CRD");
-        let established = await_condition(crds, "microservices.platform.example.com", conditions::is_crd_established());
-        tokio::time::timeout(DEADLINE, established).await.expect("CRD established in time").expect("CRD watch");
-        let namespaces: Api<Namespace> = Api::all(client.clone());
-        let ns = serde_json::from_value(json!({"metadata": {"name": NS}})).expect("namespace");
-        namespaces.create(&PostParams::default(), &ns).await.expect("create namespace todo");
         Harness { cluster, client }
     }
 
@@ -238,7 +231,7 @@ pub fn microservice(name: &str, image: &str) -> Microservice {
 }
 
 pub fn condition(status: &MicroserviceStatus, type_: ConditionType) -> Option<&Condition> {
-    status.conditions.iter().find(|c| c.type_ == type_)
+    status.condition(type_)
 }
 
 /// True when the condition holds for the generation it is compared with.

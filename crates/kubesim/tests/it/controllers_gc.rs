@@ -1,15 +1,12 @@
 //! Garbage collection and namespace deletion end to end: the three propagation policies through a kube client
 //! and through kubectl, owners of any kind (by uid), and a terminating namespace emptied then removed.
 
+use crate::support::{sim, until};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use kube::api::{DeleteParams, ListParams, PostParams, PropagationPolicy};
 use kube::{Api, Client};
-use kubesim::Sim;
 use serde_json::json;
-
-mod support;
-use support::until;
 
 fn deployment(name: &str, replicas: i32) -> Deployment {
     serde_json::from_value(json!({
@@ -37,7 +34,7 @@ async fn running(client: &Client, app: &str, replicas: usize) {
 
 #[tokio::test]
 async fn background_deletion_collects_replica_sets_and_pods() {
-    let sim = Sim::builder().start().await.unwrap();
+    let sim = sim().await;
     let client = sim.client();
     let api: Api<Deployment> = Api::namespaced(client.clone(), "default");
     api.create(&PostParams::default(), &deployment("web", 2)).await.unwrap();
@@ -48,7 +45,7 @@ async fn background_deletion_collects_replica_sets_and_pods() {
 
 #[tokio::test]
 async fn foreground_deletion_keeps_the_owner_until_its_dependents_are_gone() {
-    let sim = Sim::builder().start().await.unwrap();
+    let sim = sim().await;
     let client = sim.client();
     let api: Api<Deployment> = Api::namespaced(client.clone(), "default");
     api.create(&PostParams::default(), &deployment("web", 2)).await.unwrap();
@@ -64,7 +61,7 @@ async fn foreground_deletion_keeps_the_owner_until_its_dependents_are_gone() {
 
 #[tokio::test]
 async fn orphan_deletion_keeps_dependents_and_strips_their_owner_reference() {
-    let sim = Sim::builder().start().await.unwrap();
+    let sim = sim().await;
     let client = sim.client();
     let api: Api<Deployment> = Api::namespaced(client.clone(), "default");
     api.create(&PostParams::default(), &deployment("web", 2)).await.unwrap();
@@ -103,7 +100,7 @@ fn owned_config_map(name: &str, owner: &ConfigMap) -> ConfigMap {
 
 #[tokio::test]
 async fn owners_of_any_kind_are_tracked_by_uid() {
-    let sim = Sim::builder().start().await.unwrap();
+    let sim = sim().await;
     let cms: Api<ConfigMap> = Api::namespaced(sim.client(), "default");
     let owner = cms
         .create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "owner"}})).unwrap())
@@ -124,7 +121,7 @@ async fn owners_of_any_kind_are_tracked_by_uid() {
 
 #[tokio::test]
 async fn a_deleted_namespace_is_emptied_then_removed() {
-    let sim = Sim::builder().start().await.unwrap();
+    let sim = sim().await;
     let client = sim.client();
     let nss: Api<Namespace> = Api::all(client.clone());
     nss.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "team"}})).unwrap())
@@ -149,7 +146,7 @@ async fn a_deleted_namespace_is_emptied_then_removed() {
 
 #[tokio::test]
 async fn a_namespace_waits_for_objects_held_by_finalizers() {
-    let sim = Sim::builder().start().await.unwrap();
+    let sim = sim().await;
     let client = sim.client();
     let nss: Api<Namespace> = Api::all(client.clone());
     nss.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "held"}})).unwrap())

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::support::{api_only, start};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
@@ -40,20 +41,12 @@ async fn raw_get(sim: &Sim, path: &str) -> (u16, String) {
 
 #[tokio::test]
 async fn clients_see_the_injected_codes() {
-    let sim = Sim::builder()
-        .without_controllers()
-        .faults(FaultConfig {
-            seed: 1,
-            errors: vec![
-                rule("create", "configmaps", 409),
-                rule("get", "configmaps", 500),
-                rule("list", "secrets", 429),
-            ],
-            ..Default::default()
-        })
-        .start()
-        .await
-        .unwrap();
+    let sim = start(Sim::builder().without_controllers().faults(FaultConfig {
+        seed: 1,
+        errors: vec![rule("create", "configmaps", 409), rule("get", "configmaps", 500), rule("list", "secrets", 429)],
+        ..Default::default()
+    }))
+    .await;
     let api: Api<ConfigMap> = Api::namespaced(sim.client(), "default");
     let err = api.create(&PostParams::default(), &cm("a", "1")).await.unwrap_err();
     assert!(matches!(&err, kube::Error::Api(s) if s.code == 409 && s.reason == "Conflict"), "{err:?}");
@@ -73,7 +66,7 @@ async fn clients_see_the_injected_codes() {
 
 #[tokio::test]
 async fn a_pause_holds_requests_until_released() {
-    let sim = Sim::builder().without_controllers().start().await.unwrap();
+    let sim = api_only().await;
     let api: Api<ConfigMap> = Api::namespaced(sim.client(), "default");
     sim.faults().set_paused(true);
     let pending = tokio::spawn({
@@ -92,15 +85,11 @@ async fn a_pause_holds_requests_until_released() {
 
 #[tokio::test]
 async fn a_watcher_recovers_from_dropped_streams_and_410s_without_losing_updates() {
-    let sim = Sim::builder()
-        .without_controllers()
-        .faults(FaultConfig {
-            watch: vec![WatchRule { resource: "configmaps".into(), drop_after_events: Some(3), drop_after_ms: None }],
-            ..Default::default()
-        })
-        .start()
-        .await
-        .unwrap();
+    let sim = start(Sim::builder().without_controllers().faults(FaultConfig {
+        watch: vec![WatchRule { resource: "configmaps".into(), drop_after_events: Some(3), drop_after_ms: None }],
+        ..Default::default()
+    }))
+    .await;
     let api: Api<ConfigMap> = Api::namespaced(sim.client(), "default");
     let mut seen = watcher(api.clone(), watcher::Config::default()).default_backoff().applied_objects().boxed();
     let mut latest: BTreeMap<String, String> = BTreeMap::new();

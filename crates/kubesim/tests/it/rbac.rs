@@ -2,6 +2,7 @@
 //! what the Role says, denials are worded as kube-apiserver words them and counted, and the review endpoints
 //! answer from the same authorizer.
 
+use crate::support::{api_only, start};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::authorization::v1::{
@@ -27,7 +28,7 @@ where
 /// list, watch, patch; configmaps: create; the configmap `lock`: get, update) bound to it, a Deployment `web`;
 /// returns the admin's client and the ServiceAccount's.
 async fn bound_service_account() -> (Sim, Client, Client) {
-    let sim = Sim::builder().rbac(true).without_controllers().start().await.unwrap();
+    let sim = start(Sim::builder().rbac(true).without_controllers()).await;
     let admin = sim.client();
     create(&Api::<Namespace>::all(admin.clone()), json!({"metadata": {"name": "todo"}})).await;
     create(&Api::<ServiceAccount>::namespaced(admin.clone(), "todo"), json!({"metadata": {"name": "op"}})).await;
@@ -282,7 +283,7 @@ async fn token_requests_issue_working_service_account_tokens() {
 
 #[tokio::test]
 async fn without_rbac_every_authenticated_user_is_allowed() {
-    let sim = Sim::builder().without_controllers().start().await.unwrap();
+    let sim = api_only().await;
     let admin = sim.client();
     create(&Api::<ServiceAccount>::namespaced(admin, "default"), json!({"metadata": {"name": "any"}})).await;
     let any = sim.client_with_token(&sim.service_account_token("default", "any")).await.unwrap();

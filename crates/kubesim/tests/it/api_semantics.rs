@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::support::api_only;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service};
@@ -42,13 +43,9 @@ fn deployment(name: &str) -> Deployment {
     .unwrap()
 }
 
-async fn sim() -> Sim {
-    Sim::builder().without_controllers().start().await.unwrap()
-}
-
 #[tokio::test]
 async fn generation_follows_spec_changes_and_no_op_writes_keep_the_resource_version() {
-    let sim = sim().await;
+    let sim = api_only().await;
     let api: Api<Deployment> = Api::namespaced(sim.client(), "default");
     let d = api.create(&PostParams::default(), &deployment("web")).await.unwrap();
     assert_eq!(d.metadata.generation, Some(1));
@@ -76,7 +73,7 @@ async fn generation_follows_spec_changes_and_no_op_writes_keep_the_resource_vers
 
 #[tokio::test]
 async fn a_no_op_write_sends_no_watch_event() {
-    let sim = sim().await;
+    let sim = api_only().await;
     let api: Api<ConfigMap> = Api::namespaced(sim.client(), "default");
     let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "c"}, "data": {"k": "1"}})).unwrap();
     let created = api.create(&PostParams::default(), &cm).await.unwrap();
@@ -94,7 +91,7 @@ async fn a_no_op_write_sends_no_watch_event() {
 
 #[tokio::test]
 async fn put_with_a_stale_resource_version_conflicts() {
-    let sim = sim().await;
+    let sim = api_only().await;
     let api: Api<ConfigMap> = Api::namespaced(sim.client(), "default");
     let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "c"}, "data": {"k": "1"}})).unwrap();
     let created = api.create(&PostParams::default(), &cm).await.unwrap();
@@ -136,7 +133,7 @@ fn widget(name: &str, body: Value) -> DynamicObject {
 
 #[tokio::test]
 async fn crds_register_their_resources_and_take_them_away() {
-    let sim = sim().await;
+    let sim = api_only().await;
     let crds: Api<CustomResourceDefinition> = Api::all(sim.client());
     let crd = crds.create(&PostParams::default(), &widget_crd()).await.unwrap();
     let conditions = crd.status.unwrap().conditions.unwrap();
@@ -157,7 +154,7 @@ async fn crds_register_their_resources_and_take_them_away() {
 
 #[tokio::test]
 async fn custom_resources_split_status_from_the_rest() {
-    let sim = sim().await;
+    let sim = api_only().await;
     let crds: Api<CustomResourceDefinition> = Api::all(sim.client());
     crds.create(&PostParams::default(), &widget_crd()).await.unwrap();
     let api = widgets(sim.client());
@@ -200,7 +197,7 @@ async fn custom_resources_split_status_from_the_rest() {
 
 #[tokio::test]
 async fn finalizers_hold_a_deletion_until_the_last_is_removed() {
-    let sim = sim().await;
+    let sim = api_only().await;
     let api: Api<ConfigMap> = Api::namespaced(sim.client(), "default");
     let cm: ConfigMap =
         serde_json::from_value(json!({"metadata": {"name": "held", "finalizers": ["example.com/hold"]}})).unwrap();
@@ -221,7 +218,7 @@ async fn finalizers_hold_a_deletion_until_the_last_is_removed() {
 
 #[tokio::test]
 async fn namespaces_gate_creation() {
-    let sim = sim().await;
+    let sim = api_only().await;
     let cms: Api<ConfigMap> = Api::namespaced(sim.client(), "nowhere");
     let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "c"}})).unwrap();
     assert_eq!(api_code(cms.create(&PostParams::default(), &cm).await), 404);
@@ -242,7 +239,7 @@ async fn namespaces_gate_creation() {
 
 #[tokio::test]
 async fn services_get_a_cluster_ip_that_survives_updates() {
-    let sim = sim().await;
+    let sim = api_only().await;
     let api: Api<Service> = Api::namespaced(sim.client(), "default");
     let kubernetes = api.get("kubernetes").await.unwrap();
     assert_eq!(kubernetes.spec.unwrap().cluster_ip.as_deref(), Some("10.96.0.1"));
@@ -269,7 +266,7 @@ async fn services_get_a_cluster_ip_that_survives_updates() {
 
 #[tokio::test]
 async fn generate_name_and_dry_run() {
-    let sim = sim().await;
+    let sim = api_only().await;
     let api: Api<ConfigMap> = Api::namespaced(sim.client(), "default");
     let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"generateName": "job-"}})).unwrap();
     let created = api.create(&PostParams::default(), &cm).await.unwrap();
@@ -289,7 +286,7 @@ async fn generate_name_and_dry_run() {
 
 #[tokio::test]
 async fn lists_paginate_with_continue_tokens() {
-    let sim = sim().await;
+    let sim = api_only().await;
     let api: Api<ConfigMap> = Api::namespaced(sim.client(), "default");
     for i in 0..7 {
         let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": format!("c{i}")}})).unwrap();
@@ -353,7 +350,7 @@ fn status_of(body: &[u8]) -> Value {
 
 #[tokio::test]
 async fn bad_input_gets_the_right_status() {
-    let sim = sim().await;
+    let sim = api_only().await;
     let cms = "/api/v1/namespaces/default/configmaps";
     let cases: Vec<(&str, &str, Vec<u8>, u16)> = vec![
         ("POST", cms, b"{not json".to_vec(), 400),
@@ -407,7 +404,7 @@ mod fuzz {
         ) {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
             rt.block_on(async {
-                let sim = Sim::builder().without_controllers().start().await.unwrap();
+                let sim = api_only().await;
                 let api: Api<ConfigMap> = Api::namespaced(sim.client(), "default");
                 let target: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "target"}})).unwrap();
                 api.create(&PostParams::default(), &target).await.unwrap();
@@ -461,7 +458,7 @@ fn gadget_crd() -> CustomResourceDefinition {
 
 #[tokio::test]
 async fn custom_resources_are_validated_pruned_and_defaulted_by_their_schema() {
-    let sim = sim().await;
+    let sim = api_only().await;
     let crds: Api<CustomResourceDefinition> = Api::all(sim.client());
     crds.create(&PostParams::default(), &gadget_crd()).await.unwrap();
     let gvk = GroupVersionKind::gvk("example.com", "v1", "Gadget");
@@ -499,7 +496,7 @@ async fn custom_resources_are_validated_pruned_and_defaulted_by_their_schema() {
 
 #[tokio::test]
 async fn kubectl_get_gets_a_table_and_metadata_clients_get_partial_objects() {
-    let sim = sim().await;
+    let sim = api_only().await;
     let api: Api<Deployment> = Api::namespaced(sim.client(), "default");
     api.create(&PostParams::default(), &deployment("web")).await.unwrap();
     let path = "/apis/apps/v1/namespaces/default/deployments?limit=500";
@@ -525,7 +522,7 @@ async fn kubectl_get_gets_a_table_and_metadata_clients_get_partial_objects() {
 
 #[tokio::test]
 async fn built_in_kinds_prune_unknown_fields_and_strict_validation_rejects_them() {
-    let sim = sim().await;
+    let sim = api_only().await;
     let body = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"strict"},"data":{"a":"1"},"bogus":1}"#;
     let (code, reply) =
         raw(&sim, "POST", "/api/v1/namespaces/default/configmaps?fieldValidation=Strict", "application/json", body)
@@ -547,7 +544,7 @@ async fn built_in_kinds_prune_unknown_fields_and_strict_validation_rejects_them(
 /// x-kubernetes-validations transition rules (oldSelf) see the stored object on updates, not on create.
 #[tokio::test]
 async fn cel_transition_rules_compare_with_the_stored_object() {
-    let sim = sim().await;
+    let sim = api_only().await;
     let mut crd = gadget_crd();
     let mut value = serde_json::to_value(&crd).unwrap();
     value["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] =

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::support::{start, until};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{ListParams, PostParams};
@@ -11,9 +12,6 @@ use kube::{Api, Client};
 use kubesim::Sim;
 use kubesim::controllers::{self, ControllerConfig};
 use serde_json::json;
-
-mod support;
-use support::until;
 
 struct Server {
     client: Client,
@@ -23,7 +21,7 @@ struct Server {
 
 /// An emulator with these controller settings and its kubeconfig (https, CA and token) in a temp dir.
 async fn serve(config: ControllerConfig, tag: &str) -> Server {
-    let sim = Sim::builder().controllers(config).start().await.unwrap();
+    let sim = start(Sim::builder().controllers(config)).await;
     let dir = std::env::temp_dir().join(format!("kubesim-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let kubeconfig = dir.join("kubeconfig");

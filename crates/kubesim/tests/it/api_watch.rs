@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::support::{api_only, start};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
@@ -44,7 +45,7 @@ async fn a_reflector_stays_in_sync_across_dropped_streams_and_410s() {
         watch: vec![WatchRule { resource: "configmaps".into(), drop_after_events: Some(3), drop_after_ms: None }],
         ..FaultConfig::default()
     };
-    let sim = Sim::builder().without_controllers().faults(faults).start().await.unwrap();
+    let sim = start(Sim::builder().without_controllers().faults(faults)).await;
     let api: Api<ConfigMap> = Api::namespaced(sim.client(), "default");
     let (reader, writer) = reflector::store::<ConfigMap>();
     let stream = reflector(writer, watcher(api.clone(), watcher::Config::default())).default_backoff();
@@ -88,7 +89,7 @@ async fn a_reflector_stays_in_sync_across_dropped_streams_and_410s() {
 
 #[tokio::test]
 async fn streaming_lists_end_their_initial_events_with_a_bookmark() {
-    let sim = Sim::builder().without_controllers().start().await.unwrap();
+    let sim = api_only().await;
     let api: Api<ConfigMap> = Api::namespaced(sim.client(), "default");
     for i in 0..3 {
         api.create(&PostParams::default(), &cm(&format!("s{i}"), json!({}), "1")).await.unwrap();
@@ -105,7 +106,7 @@ async fn streaming_lists_end_their_initial_events_with_a_bookmark() {
 
 #[tokio::test]
 async fn metadata_watches_get_partial_object_metadata() {
-    let sim = Sim::builder().without_controllers().start().await.unwrap();
+    let sim = api_only().await;
     let api: Api<ConfigMap> = Api::namespaced(sim.client(), "default");
     api.create(&PostParams::default(), &cm("m", json!({"app": "x"}), "1")).await.unwrap();
     let meta: Api<PartialObjectMeta<ConfigMap>> = Api::namespaced(sim.client(), "default");
@@ -117,7 +118,7 @@ async fn metadata_watches_get_partial_object_metadata() {
 
 #[tokio::test]
 async fn label_selectors_turn_transitions_into_added_and_deleted() {
-    let sim = Sim::builder().without_controllers().start().await.unwrap();
+    let sim = api_only().await;
     let api: Api<ConfigMap> = Api::namespaced(sim.client(), "default");
     let start = sim.cluster().resource_version().to_string();
     let mut s = api.watch(&WatchParams::default().labels("app=a").timeout(20), &start).await.unwrap().boxed();
@@ -134,7 +135,7 @@ async fn label_selectors_turn_transitions_into_added_and_deleted() {
 #[tokio::test]
 async fn a_watch_from_a_compacted_version_gets_410_in_the_stream() {
     let limits = HistoryLimits { max_events: 5, max_age: Duration::from_secs(300) };
-    let sim = Sim::builder().without_controllers().history(limits).start().await.unwrap();
+    let sim = start(Sim::builder().without_controllers().history(limits)).await;
     let api: Api<ConfigMap> = Api::namespaced(sim.client(), "default");
     let old = api.create(&PostParams::default(), &cm("h", json!({}), "0")).await.unwrap();
     for i in 1..20 {
@@ -160,7 +161,7 @@ async fn a_watch_from_a_compacted_version_gets_410_in_the_stream() {
 
 #[tokio::test]
 async fn idle_watches_get_bookmarks_and_end_at_their_timeout() {
-    let sim = Sim::builder().without_controllers().start().await.unwrap();
+    let sim = api_only().await;
     sim.cluster().set_bookmark_interval(Duration::from_millis(200));
     let api: Api<ConfigMap> = Api::namespaced(sim.client(), "default");
     let rv = sim.cluster().resource_version();

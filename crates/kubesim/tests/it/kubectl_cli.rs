@@ -7,6 +7,7 @@ use std::process::Stdio;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::support::{sim, start};
 use kubesim::Sim;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{ChildStdout, Command};
@@ -153,12 +154,6 @@ async fn next_line(lines: &mut Lines<BufReader<ChildStdout>>, deadline: Instant)
         .expect("kubectl get -w ended")
 }
 
-/// The emulator as every user gets it: HTTPS with its own CA, and a kubeconfig that carries the CA and the
-/// bearer token (client-go sends tokens only over TLS).
-async fn start() -> Sim {
-    Sim::builder().start().await.unwrap()
-}
-
 /// Cells of the first table row whose first cell is `name`.
 fn row<'a>(table: &'a str, name: &str) -> Option<Vec<&'a str>> {
     table.lines().map(|l| l.split_whitespace().collect::<Vec<_>>()).find(|cells| cells.first() == Some(&name))
@@ -217,7 +212,7 @@ async fn install_widget_crd(k: &Kubectl) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn everyday_create_commands_send_protobuf_and_work() {
-    let sim = start().await;
+    let sim = sim().await;
     let Some(k) = Kubectl::new(&sim) else { return };
 
     assert_eq!(k.ok(&["create", "namespace", "todo"]).await.trim(), "namespace/todo created");
@@ -264,7 +259,7 @@ async fn everyday_create_commands_send_protobuf_and_work() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auth_can_i_answers() {
-    let sim = start().await;
+    let sim = sim().await;
     let Some(k) = Kubectl::new(&sim) else { return };
     let out = k.run(&["auth", "can-i", "get", "pods"]).await;
     assert_eq!(out.stdout.trim(), "yes", "stderr: {}", out.stderr);
@@ -299,7 +294,7 @@ subjects:
 /// token`, and kubectl with that token is held to the Role.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rbac_holds_a_service_account_to_its_role() {
-    let sim = Sim::builder().rbac(true).start().await.unwrap();
+    let sim = start(Sim::builder().rbac(true)).await;
     let Some(admin) = Kubectl::new(&sim) else { return };
     admin.ok_stdin(&["apply", "-f", "-"], OPERATOR_RBAC).await;
     let token = admin.ok(&["create", "token", "op", "-n", "todo"]).await;
@@ -332,7 +327,7 @@ async fn rbac_holds_a_service_account_to_its_role() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_resources_lists_builtins_and_a_new_crd() {
-    let sim = start().await;
+    let sim = sim().await;
     let Some(k) = Kubectl::new(&sim) else { return };
     let before = k.ok(&["api-resources"]).await;
     assert_eq!(header(&before), ["NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"]);
@@ -356,7 +351,7 @@ async fn api_resources_lists_builtins_and_a_new_crd() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn custom_resource_lifecycle() {
-    let sim = start().await;
+    let sim = sim().await;
     let Some(k) = Kubectl::new(&sim) else { return };
     install_widget_crd(&k).await;
 
@@ -413,7 +408,7 @@ async fn custom_resource_lifecycle() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_watch_prints_changes() {
-    let sim = start().await;
+    let sim = sim().await;
     let Some(k) = Kubectl::new(&sim) else { return };
     install_widget_crd(&k).await;
     k.ok_stdin(&["apply", "-f", "-"], WIDGET).await;
@@ -475,7 +470,7 @@ spec:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_side_apply_on_a_deployment() {
-    let sim = start().await;
+    let sim = sim().await;
     let Some(k) = Kubectl::new(&sim) else { return };
     assert_eq!(k.ok_stdin(&["apply", "-f", "-"], DEPLOYMENT_V1).await.trim(), "deployment.apps/web created");
     assert_eq!(k.ok_stdin(&["apply", "-f", "-"], DEPLOYMENT_V1).await.trim(), "deployment.apps/web unchanged");
@@ -510,7 +505,7 @@ async fn client_side_apply_on_a_deployment() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_side_apply_records_kubectl_as_manager() {
-    let sim = start().await;
+    let sim = sim().await;
     let Some(k) = Kubectl::new(&sim) else { return };
     let out = k.ok_stdin(&["apply", "--server-side", "-f", "-"], DEPLOYMENT_V1).await;
     assert_eq!(out.trim(), "deployment.apps/web serverside-applied");
@@ -556,7 +551,7 @@ async fn server_side_apply_records_kubectl_as_manager() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scale_rollout_status_and_orphaning_delete() {
-    let sim = start().await;
+    let sim = sim().await;
     let Some(k) = Kubectl::new(&sim) else { return };
     k.ok(&["create", "deployment", "web", "--image=nginx:1.27"]).await;
     assert_eq!(k.ok(&["scale", "deployment", "web", "--replicas=3"]).await.trim(), "deployment.apps/web scaled");
@@ -586,7 +581,7 @@ async fn project_crd_and_sample() {
         eprintln!("SKIPPED: deploy/crd.yaml or deploy/samples/todo-api.yaml is not in the repository yet");
         return;
     }
-    let sim = start().await;
+    let sim = sim().await;
     let Some(k) = Kubectl::new(&sim) else { return };
     let out = k.ok(&["apply", "-f", crd.to_str().unwrap()]).await;
     assert_eq!(out.trim(), "customresourcedefinition.apiextensions.k8s.io/microservices.platform.example.com created");
@@ -621,7 +616,7 @@ async fn project_crd_and_sample() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_events_shows_what_the_recorder_wrote() {
     use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-    let sim = start().await;
+    let sim = sim().await;
     let Some(k) = Kubectl::new(&sim) else { return };
     k.ok(&["create", "configmap", "subject"]).await;
     let cm = kube::Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(sim.client(), "default")
@@ -647,7 +642,7 @@ async fn get_events_shows_what_the_recorder_wrote() {
 /// kubectl asks for strict field validation: a typo in a built-in kind is an error, as on a real cluster.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_typo_in_a_built_in_kind_is_rejected() {
-    let sim = start().await;
+    let sim = sim().await;
     let Some(k) = Kubectl::new(&sim) else { return };
     let typo = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: typo}\ndata: {a: '1'}\ndtaa: {b: '2'}\n";
     let out = k.run_with(&["apply", "-f", "-"], Some(typo), &[]).await;

@@ -2,11 +2,11 @@
 
 use std::time::Duration;
 
+use crate::support::sim;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
-use kubesim::Sim;
 use serde_json::json;
 
 fn cm(name: &str, value: &str) -> ConfigMap {
@@ -19,7 +19,7 @@ fn cm(name: &str, value: &str) -> ConfigMap {
 
 #[tokio::test]
 async fn create_get_list_patch_delete() {
-    let sim = Sim::builder().start().await.unwrap();
+    let sim = sim().await;
     let api: Api<ConfigMap> = Api::namespaced(sim.client(), "default");
 
     let created = api.create(&PostParams::default(), &cm("a", "1")).await.unwrap();
@@ -50,7 +50,7 @@ async fn create_get_list_patch_delete() {
 
 #[tokio::test]
 async fn initial_namespaces_exist() {
-    let sim = Sim::builder().start().await.unwrap();
+    let sim = sim().await;
     let api: Api<Namespace> = Api::all(sim.client());
     let names: Vec<_> =
         api.list(&ListParams::default()).await.unwrap().items.into_iter().filter_map(|n| n.metadata.name).collect();
@@ -61,7 +61,7 @@ async fn initial_namespaces_exist() {
 
 #[tokio::test]
 async fn watch_from_a_resource_version_sees_later_changes() {
-    let sim = Sim::builder().start().await.unwrap();
+    let sim = sim().await;
     let api: Api<ConfigMap> = Api::namespaced(sim.client(), "default");
     let first = api.create(&PostParams::default(), &cm("w", "1")).await.unwrap();
     let rv = first.metadata.resource_version.unwrap();

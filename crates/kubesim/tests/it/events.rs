@@ -1,16 +1,16 @@
 //! core/v1 and events.k8s.io/v1 Events are one resource: what kube-rs's Recorder writes (events.k8s.io) is
 //! what core clients and `kubectl get events` read, and the other way round.
 
+use crate::support::api_only;
 use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent};
 use k8s_openapi::api::events::v1::Event as NewEvent;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Api, Resource};
-use kubesim::Sim;
 use serde_json::json;
 
 #[tokio::test]
 async fn the_recorders_events_are_core_events_too() {
-    let sim = Sim::builder().without_controllers().start().await.unwrap();
+    let sim = api_only().await;
     let client = sim.client();
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     let cm = cms

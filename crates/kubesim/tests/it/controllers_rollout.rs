@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use crate::support::{start, until_some};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
@@ -12,8 +13,6 @@ use kube::{Api, Client};
 use kubesim::Sim;
 use kubesim::controllers::{ControllerConfig, ImageRule, PodBehaviour};
 use serde_json::json;
-
-const DEADLINE: Duration = Duration::from_secs(20);
 
 fn deployment(name: &str, replicas: i32, image: &str) -> Deployment {
     serde_json::from_value(json!({
@@ -28,28 +27,6 @@ fn deployment(name: &str, replicas: i32, image: &str) -> Deployment {
         }
     }))
     .unwrap()
-}
-
-async fn sim(config: ControllerConfig) -> Sim {
-    Sim::builder().controllers(config).start().await.unwrap()
-}
-
-/// Polls `get` until `done` holds, with a bounded deadline.
-async fn until<T, F, Fut>(what: &str, mut get: F, done: impl Fn(&T) -> bool) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let start = tokio::time::Instant::now();
-    loop {
-        if let Some(v) = get().await
-            && done(&v)
-        {
-            return v;
-        }
-        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
 }
 
 fn cond(d: &Deployment, type_: &str) -> Option<(String, String, String)> {
@@ -95,12 +72,12 @@ fn is_ready(p: &Pod) -> bool {
 
 #[tokio::test]
 async fn a_new_deployment_rolls_out_with_the_upstream_status_sequence() {
-    let sim = sim(ControllerConfig::default()).await;
+    let sim = start(Sim::builder().controllers(ControllerConfig::default())).await;
     let client = sim.client();
     let api: Api<Deployment> = Api::namespaced(client.clone(), "default");
     let created = api.create(&PostParams::default(), &deployment("web", 3, "nginx:1.27")).await.unwrap();
     let rv = created.metadata.resource_version.clone().unwrap();
-    let d = until("rollout", || deploy(&client, "web"), rolled_out).await;
+    let d = until_some("rollout", || deploy(&client, "web"), rolled_out).await;
 
     // The status history, from the watch.
     let mut stream = api.watch(&WatchParams::default().fields("metadata.name=web"), &rv).await.unwrap().boxed();
@@ -169,18 +146,21 @@ async fn a_new_deployment_rolls_out_with_the_upstream_status_sequence() {
 
 #[tokio::test]
 async fn a_rolling_update_keeps_old_pods_available_until_the_new_ones_are() {
-    let sim = sim(ControllerConfig { ready_delay: Duration::from_millis(400), ..Default::default() }).await;
+    let sim = start(
+        Sim::builder().controllers(ControllerConfig { ready_delay: Duration::from_millis(400), ..Default::default() }),
+    )
+    .await;
     let client = sim.client();
     let api: Api<Deployment> = Api::namespaced(client.clone(), "default");
     api.create(&PostParams::default(), &deployment("web", 4, "app:1")).await.unwrap();
-    until("first rollout", || deploy(&client, "web"), rolled_out).await;
+    until_some("first rollout", || deploy(&client, "web"), rolled_out).await;
 
     let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "app:2"}]}}}});
     let d = api.patch("web", &PatchParams::default(), &Patch::Strategic(patch)).await.unwrap();
     assert_eq!(d.metadata.generation, Some(2));
 
     // Mid-rollout: the old version serves (Available), the new one is not rolled out.
-    let mid = until(
+    let mid = until_some(
         "a rollout in progress",
         || deploy(&client, "web"),
         |d| {
@@ -194,30 +174,30 @@ async fn a_rolling_update_keeps_old_pods_available_until_the_new_ones_are() {
     let total = mid.status.as_ref().unwrap().replicas.unwrap_or(0);
     assert!(total <= 5, "maxSurge 25% of 4 allows 5 pods, saw {total}");
 
-    let d = until("second rollout", || deploy(&client, "web"), rolled_out).await;
+    let d = until_some("second rollout", || deploy(&client, "web"), rolled_out).await;
     assert_eq!(d.metadata.annotations.as_ref().unwrap()["deployment.kubernetes.io/revision"], "2");
     let rss = replica_sets(&client, "web").await;
     let sizes: Vec<i32> = rss.iter().map(|rs| rs.spec.as_ref().unwrap().replicas.unwrap()).collect();
     assert_eq!(sizes.iter().sum::<i32>(), 4);
     assert!(sizes.contains(&0) && sizes.contains(&4));
-    let pods = until("old pods gone", || async { Some(pods(&client, "web").await) }, |p| p.len() == 4).await;
+    let pods = until_some("old pods gone", || async { Some(pods(&client, "web").await) }, |p| p.len() == 4).await;
     assert!(pods.iter().all(|p| image_of(p) == "app:2" && is_ready(p)));
 }
 
 #[tokio::test]
 async fn a_rollout_of_a_never_ready_image_misses_its_progress_deadline() {
     let rules = vec![ImageRule { image_contains: "broken".into(), behaviour: PodBehaviour::NeverReady }];
-    let sim = sim(ControllerConfig { image_rules: rules, ..Default::default() }).await;
+    let sim = start(Sim::builder().controllers(ControllerConfig { image_rules: rules, ..Default::default() })).await;
     let client = sim.client();
     let api: Api<Deployment> = Api::namespaced(client.clone(), "default");
     let mut d = deployment("web", 2, "app:1");
     d.spec.as_mut().unwrap().progress_deadline_seconds = Some(2);
     api.create(&PostParams::default(), &d).await.unwrap();
-    until("first rollout", || deploy(&client, "web"), rolled_out).await;
+    until_some("first rollout", || deploy(&client, "web"), rolled_out).await;
 
     let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "broken:2"}]}}}});
     api.patch("web", &PatchParams::default(), &Patch::Strategic(patch)).await.unwrap();
-    let d = until(
+    let d = until_some(
         "ProgressDeadlineExceeded",
         || deploy(&client, "web"),
         |d| cond(d, "Progressing").is_some_and(|c| c.1 == "ProgressDeadlineExceeded"),
@@ -238,24 +218,27 @@ async fn a_rollout_of_a_never_ready_image_misses_its_progress_deadline() {
 
 #[tokio::test]
 async fn scaling_through_the_scale_subresource_and_rolling_back() {
-    let sim = sim(ControllerConfig::default()).await;
+    let sim = start(Sim::builder().controllers(ControllerConfig::default())).await;
     let client = sim.client();
     let api: Api<Deployment> = Api::namespaced(client.clone(), "default");
     api.create(&PostParams::default(), &deployment("web", 2, "app:1")).await.unwrap();
-    until("first rollout", || deploy(&client, "web"), rolled_out).await;
+    until_some("first rollout", || deploy(&client, "web"), rolled_out).await;
 
     // kubectl scale deployment/web --replicas=5
     api.patch_scale("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 5}}))).await.unwrap();
-    let d =
-        until("scaled", || deploy(&client, "web"), |d| rolled_out(d) && d.status.as_ref().unwrap().replicas == Some(5))
-            .await;
+    let d = until_some(
+        "scaled",
+        || deploy(&client, "web"),
+        |d| rolled_out(d) && d.status.as_ref().unwrap().replicas == Some(5),
+    )
+    .await;
     assert_eq!(d.status.unwrap().ready_replicas, Some(5));
     assert_eq!(pods(&client, "web").await.len(), 5);
 
     let set_image =
         |image: &str| json!({"spec": {"template": {"spec": {"containers": [{"name": "app", "image": image}]}}}});
     api.patch("web", &PatchParams::default(), &Patch::Strategic(set_image("app:2"))).await.unwrap();
-    until("rev 2", || deploy(&client, "web"), |d| d.metadata.generation == Some(3) && rolled_out(d)).await;
+    until_some("rev 2", || deploy(&client, "web"), |d| d.metadata.generation == Some(3) && rolled_out(d)).await;
     let first = replica_sets(&client, "web")
         .await
         .into_iter()
@@ -264,7 +247,8 @@ async fn scaling_through_the_scale_subresource_and_rolling_back() {
 
     // kubectl rollout undo: the template of revision 1 again.
     api.patch("web", &PatchParams::default(), &Patch::Strategic(set_image("app:1"))).await.unwrap();
-    let d = until("rollback", || deploy(&client, "web"), |d| d.metadata.generation == Some(4) && rolled_out(d)).await;
+    let d =
+        until_some("rollback", || deploy(&client, "web"), |d| d.metadata.generation == Some(4) && rolled_out(d)).await;
     assert_eq!(d.metadata.annotations.as_ref().unwrap()["deployment.kubernetes.io/revision"], "3");
     let rss = replica_sets(&client, "web").await;
     assert_eq!(rss.len(), 2, "the old ReplicaSet was reused");
@@ -275,14 +259,14 @@ async fn scaling_through_the_scale_subresource_and_rolling_back() {
         ("3", "1")
     );
     assert_eq!(back.spec.as_ref().unwrap().replicas, Some(5));
-    let pods = until("old pods gone", || async { Some(pods(&client, "web").await) }, |p| p.len() == 5).await;
+    let pods = until_some("old pods gone", || async { Some(pods(&client, "web").await) }, |p| p.len() == 5).await;
     assert!(pods.iter().all(|p| image_of(p) == "app:1"));
 }
 
 #[tokio::test]
 async fn crash_looping_pods_restart_with_a_growing_count() {
     let rules = vec![ImageRule { image_contains: "crash".into(), behaviour: PodBehaviour::CrashLoop }];
-    let sim = sim(ControllerConfig { image_rules: rules, ..Default::default() }).await;
+    let sim = start(Sim::builder().controllers(ControllerConfig { image_rules: rules, ..Default::default() })).await;
     let client = sim.client();
     let api: Api<Deployment> = Api::namespaced(client.clone(), "default");
     api.create(&PostParams::default(), &deployment("web", 1, "crash:1")).await.unwrap();
@@ -291,12 +275,15 @@ async fn crash_looping_pods_restart_with_a_growing_count() {
             .and_then(|p| p.status.as_ref()?.container_statuses.as_ref()?.first().cloned())
             .map(|c| (c.restart_count, c.state.and_then(|s| s.waiting).and_then(|w| w.reason)))
     };
-    let seen =
-        until("a restart", || async { Some(pods(&client, "web").await) }, |p| restarts(p).is_some_and(|(n, _)| n >= 1))
-            .await;
+    let seen = until_some(
+        "a restart",
+        || async { Some(pods(&client, "web").await) },
+        |p| restarts(p).is_some_and(|(n, _)| n >= 1),
+    )
+    .await;
     let (first, reason) = restarts(&seen).unwrap();
     assert_eq!(reason.as_deref(), Some("CrashLoopBackOff"));
-    until(
+    until_some(
         "another restart",
         || async { Some(pods(&client, "web").await) },
         |p| restarts(p).is_some_and(|(n, _)| n > first),
@@ -308,15 +295,15 @@ async fn crash_looping_pods_restart_with_a_growing_count() {
 
 #[tokio::test]
 async fn deleted_pods_are_replaced() {
-    let sim = sim(ControllerConfig::default()).await;
+    let sim = start(Sim::builder().controllers(ControllerConfig::default())).await;
     let client = sim.client();
     let api: Api<Deployment> = Api::namespaced(client.clone(), "default");
     api.create(&PostParams::default(), &deployment("web", 2, "app:1")).await.unwrap();
-    until("rollout", || deploy(&client, "web"), rolled_out).await;
+    until_some("rollout", || deploy(&client, "web"), rolled_out).await;
     let before = pods(&client, "web").await;
     let victim = before[0].metadata.name.clone().unwrap();
     Api::<Pod>::namespaced(client.clone(), "default").delete(&victim, &Default::default()).await.unwrap();
-    let after = until(
+    let after = until_some(
         "replacement",
         || async { Some(pods(&client, "web").await) },
         |p| p.len() == 2 && p.iter().all(|p| p.metadata.name.as_deref() != Some(victim.as_str()) && is_ready(p)),
