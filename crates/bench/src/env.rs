@@ -1,15 +1,29 @@
-//! One benchmark cluster: an in-process emulator with pod readiness delay 0, the Microservice CRD, the benchmark
-//! namespace and an observer. The benchmark's own writes go through the in-process Cluster API, so the emulator's
-//! HTTP request counters hold the operator's requests alone.
+//! One benchmark cluster, on either backend: the Microservice CRD, the benchmark namespace and an observer.
+//!
+//! - kubesim: in-process, pod readiness delay 0. The benchmark's own writes go through the in-process Cluster API,
+//!   so the emulator's HTTP request counters hold the measured client's requests alone.
+//! - real: kube-apiserver, kube-controller-manager, kube-scheduler and kwok from `hack/control-plane/build.sh`.
+//!   The operator and the floor client authenticate as users of their own, and kube-apiserver's audit log tells
+//!   their requests apart from the benchmark's.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use kubesim::Sim;
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, Service};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::runtime::{conditions, wait::await_condition};
 use kubesim::cluster::{Cluster, PatchBody, Subresource, WriteOptions};
 use kubesim::controllers::ControllerConfig;
 use kubesim::resources::ResourceRef;
-use microservice_core::crd;
+use kubesim::{RequestCounts, RequestKey, Sim};
+use microservice_core::crd::{self, Microservice};
+use microservice_testkit::{ControlPlane, Options, User};
 use serde_json::{Value, json};
 
 use crate::child::OperatorProcess;
@@ -20,13 +34,65 @@ pub const NAMESPACE: &str = "bench";
 pub const IMAGE_V1: &str = "ghcr.io/example/todo-api:1.0.0";
 pub const IMAGE_V2: &str = "ghcr.io/example/todo-api:2.0.0";
 
+/// The identities whose requests are measured on the real server (each scenario runs one of them).
+const OPERATOR_USER: &str = "bench-operator";
+const FLOOR_USER: &str = "bench-floor";
+
+/// Where the benchmark runs.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// The in-process emulator.
+    Kubesim,
+    /// A real control plane with kwok nodes (build it first: `hack/control-plane/build.sh`).
+    Real,
+}
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Kubesim => "kubesim",
+            Backend::Real => "real",
+        }
+    }
+}
+
+/// The kinds the scenarios read and write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Microservice,
+    Deployment,
+    Service,
+}
+
+impl Kind {
+    fn api_resource(self) -> ApiResource {
+        match self {
+            Kind::Microservice => ApiResource::erase::<Microservice>(&()),
+            Kind::Deployment => ApiResource::erase::<Deployment>(&()),
+            Kind::Service => ApiResource::erase::<Service>(&()),
+        }
+    }
+}
+
+enum Server {
+    Sim { sim: Sim, refs: [ResourceRef; 3] },
+    Real { plane: Box<ControlPlane>, client: Client, audit: Mutex<AuditTally> },
+}
+
+/// The measured users' requests in the audit log, read on from where the last read stopped.
+#[derive(Default)]
+struct AuditTally {
+    offset: u64,
+    counts: BTreeMap<RequestKey, u64>,
+}
+
 pub struct Env {
-    pub sim: Sim,
-    pub microservices: ResourceRef,
-    pub deployments: ResourceRef,
-    pub services: ResourceRef,
+    server: Server,
+    /// The operator's kubeconfig.
     pub kubeconfig: PathBuf,
     pub observer: Observer,
+    /// Tells this cluster's files apart from another's in the same output directory.
+    tag: String,
 }
 
 fn opts() -> WriteOptions {
@@ -37,8 +103,25 @@ pub fn name(i: usize) -> String {
     format!("ms-{i:05}")
 }
 
+fn microservice(i: usize) -> Value {
+    json!({
+        "apiVersion": "platform.example.com/v1alpha1",
+        "kind": "Microservice",
+        "metadata": {"name": name(i), "namespace": NAMESPACE},
+        "spec": {"image": IMAGE_V1, "port": 8080}
+    })
+}
+
 impl Env {
-    pub async fn start(dir: &Path) -> Result<Env> {
+    pub async fn start(backend: Backend, dir: &Path) -> Result<Env> {
+        std::fs::create_dir_all(dir).map_err(BenchError::io(format!("cannot create {}", dir.display())))?;
+        match backend {
+            Backend::Kubesim => Env::start_sim(dir).await,
+            Backend::Real => Env::start_real().await,
+        }
+    }
+
+    async fn start_sim(dir: &Path) -> Result<Env> {
         let sim = Sim::builder().controllers(ControllerConfig::default()).start().await?;
         let cluster = sim.cluster().clone();
         let crds = cluster
@@ -54,53 +137,179 @@ impl Env {
         let deployments =
             cluster.resolve("apps", "v1", "deployments").map_err(|e| BenchError::emulator("deployments", e))?;
         let services = cluster.resolve("", "v1", "services").map_err(|e| BenchError::emulator("services", e))?;
-        std::fs::create_dir_all(dir).map_err(BenchError::io(format!("cannot create {}", dir.display())))?;
-        let kubeconfig = dir.join(format!("kubeconfig-{}.yaml", sim.addr().port()));
+        let tag = format!("kubesim-{}", sim.addr().port());
+        let kubeconfig = dir.join(format!("kubeconfig-{tag}.yaml"));
         sim.write_kubeconfig(&kubeconfig)?;
         let observer = Observer::start(&sim);
-        Ok(Env { sim, microservices, deployments, services, kubeconfig, observer })
+        let refs = [microservices, deployments, services];
+        Ok(Env { server: Server::Sim { sim, refs }, kubeconfig, observer, tag })
     }
 
-    pub fn cluster(&self) -> &Cluster {
-        self.sim.cluster()
+    async fn start_real() -> Result<Env> {
+        eprintln!(
+            "starting the real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)"
+        );
+        let plane = ControlPlane::start(Options {
+            users: vec![User::admin(OPERATOR_USER), User::admin(FLOOR_USER)],
+            ..Options::default()
+        })
+        .await?;
+        eprintln!("control plane ready at {} in {:.1} s", plane.url(), plane.startup().as_secs_f64());
+        let client = plane.client().await?;
+        install(&client).await?;
+        let kubeconfig = plane.kubeconfig_for(OPERATOR_USER)?;
+        let observer = Observer::watch(client.clone());
+        let tag = format!("real-{}", plane.url().rsplit(':').next().unwrap_or("0"));
+        let audit = Mutex::new(AuditTally::default());
+        Ok(Env { server: Server::Real { plane: Box::new(plane), client, audit }, kubeconfig, observer, tag })
+    }
+
+    pub fn backend(&self) -> Backend {
+        match self.server {
+            Server::Sim { .. } => Backend::Kubesim,
+            Server::Real { .. } => Backend::Real,
+        }
+    }
+
+    pub fn tag(&self) -> &str {
+        &self.tag
+    }
+
+    /// Generous bounds for waits that scale with N (the machine is shared; on the real backend kube-apiserver,
+    /// the controllers, the scheduler and kwok share it with the operator).
+    pub fn timeout_for(&self, n: usize) -> Duration {
+        let base = Duration::from_secs(60) + Duration::from_millis(60 * n as u64);
+        match self.backend() {
+            Backend::Kubesim => base,
+            Backend::Real => base * 5,
+        }
+    }
+
+    /// The requests of the measured client (the operator, or the floor client) so far.
+    pub fn requests(&self) -> RequestCounts {
+        match &self.server {
+            Server::Sim { sim, .. } => sim.requests(),
+            Server::Real { plane, audit, .. } => {
+                let mut tally = audit.lock().unwrap_or_else(|p| p.into_inner());
+                let (requests, offset) = plane.audit().requests_from(tally.offset);
+                tally.offset = offset;
+                for r in requests.into_iter().filter(|r| r.user == OPERATOR_USER || r.user == FLOOR_USER) {
+                    *tally
+                        .counts
+                        .entry(RequestKey { verb: r.verb, resource: r.resource, code: r.code })
+                        .or_insert(0) += 1;
+                }
+                RequestCounts { counts: tally.counts.clone() }
+            }
+        }
+    }
+
+    /// A client for the floor scenario, whose requests [`Env::requests`] counts.
+    pub async fn floor_client(&self) -> Result<Client> {
+        match &self.server {
+            Server::Sim { sim, .. } => Ok(sim.client()),
+            Server::Real { plane, .. } => Ok(plane.client_as(FLOOR_USER).await?),
+        }
     }
 
     /// Creates Microservices `ms-00000`.. with image v1.
-    pub fn create_microservices(&self, n: usize) -> Result<()> {
-        for i in 0..n {
-            let body = json!({
-                "apiVersion": "platform.example.com/v1alpha1",
-                "kind": "Microservice",
-                "metadata": {"name": name(i), "namespace": NAMESPACE},
-                "spec": {"image": IMAGE_V1, "port": 8080}
-            });
-            self.cluster()
-                .create(&self.microservices, Some(NAMESPACE), body, &opts())
-                .map_err(|e| BenchError::emulator(format!("creating Microservice {}", name(i)), e))?;
+    pub async fn create_microservices(&self, n: usize) -> Result<()> {
+        match &self.server {
+            Server::Sim { sim, refs } => {
+                for i in 0..n {
+                    sim.cluster()
+                        .create(&refs[0], Some(NAMESPACE), microservice(i), &opts())
+                        .map_err(|e| BenchError::emulator(format!("creating Microservice {}", name(i)), e))?;
+                }
+                Ok(())
+            }
+            Server::Real { client, .. } => {
+                let api = self.api(client, Kind::Microservice);
+                let params = PostParams { field_manager: Some("bench".into()), ..PostParams::default() };
+                futures::stream::iter(0..n)
+                    .map(|i| {
+                        let (api, params) = (&api, &params);
+                        async move {
+                            let body: DynamicObject =
+                                serde_json::from_value(microservice(i)).map_err(BenchError::json("a Microservice"))?;
+                            api.create(params, &body)
+                                .await
+                                .map_err(BenchError::kube(format!("creating Microservice {}", name(i))))?;
+                            Ok::<(), BenchError>(())
+                        }
+                    })
+                    .buffer_unordered(16)
+                    .try_collect::<Vec<()>>()
+                    .await?;
+                Ok(())
+            }
         }
-        Ok(())
     }
 
-    pub fn set_image(&self, i: usize, image: &str) -> Result<()> {
-        self.patch(&self.microservices.clone(), &name(i), json!({"spec": {"image": image}}))
+    pub async fn set_image(&self, i: usize, image: &str) -> Result<()> {
+        self.patch(Kind::Microservice, &name(i), json!({"spec": {"image": image}})).await
     }
 
-    pub fn patch(&self, rt: &ResourceRef, name: &str, body: Value) -> Result<()> {
-        self.cluster()
-            .patch(rt, Some(NAMESPACE), name, PatchBody::Merge(body), Subresource::Main, &opts())
-            .map(|_| ())
-            .map_err(|e| BenchError::emulator(format!("patching {} {name}", rt.kind), e))
+    pub async fn patch(&self, kind: Kind, name: &str, body: Value) -> Result<()> {
+        match &self.server {
+            Server::Sim { sim, refs } => sim
+                .cluster()
+                .patch(
+                    self.sim_ref(refs, kind),
+                    Some(NAMESPACE),
+                    name,
+                    PatchBody::Merge(body),
+                    Subresource::Main,
+                    &opts(),
+                )
+                .map(|_| ())
+                .map_err(|e| BenchError::emulator(format!("patching {kind:?} {name}"), e)),
+            Server::Real { client, .. } => self
+                .api(client, kind)
+                .patch(name, &PatchParams::default(), &Patch::Merge(&body))
+                .await
+                .map(|_| ())
+                .map_err(BenchError::kube(format!("patching {kind:?} {name}"))),
+        }
     }
 
-    pub fn delete(&self, rt: &ResourceRef, name: &str) -> Result<()> {
-        self.cluster()
-            .delete(rt, Some(NAMESPACE), name, &Default::default())
-            .map(|_| ())
-            .map_err(|e| BenchError::emulator(format!("deleting {} {name}", rt.kind), e))
+    pub async fn delete(&self, kind: Kind, name: &str) -> Result<()> {
+        match &self.server {
+            Server::Sim { sim, refs } => sim
+                .cluster()
+                .delete(self.sim_ref(refs, kind), Some(NAMESPACE), name, &Default::default())
+                .map(|_| ())
+                .map_err(|e| BenchError::emulator(format!("deleting {kind:?} {name}"), e)),
+            Server::Real { client, .. } => self
+                .api(client, kind)
+                .delete(name, &DeleteParams::background())
+                .await
+                .map(|_| ())
+                .map_err(BenchError::kube(format!("deleting {kind:?} {name}"))),
+        }
     }
 
-    pub fn get(&self, rt: &ResourceRef, name: &str) -> Option<Value> {
-        self.cluster().get(rt, Some(NAMESPACE), name).ok()
+    /// The object as the server holds it now; None when it is absent (or cannot be read).
+    pub async fn get(&self, kind: Kind, name: &str) -> Option<Value> {
+        match &self.server {
+            Server::Sim { sim, refs } => sim.cluster().get(self.sim_ref(refs, kind), Some(NAMESPACE), name).ok(),
+            Server::Real { client, .. } => {
+                let obj = self.api(client, kind).get_opt(name).await.ok()??;
+                serde_json::to_value(obj).ok()
+            }
+        }
+    }
+
+    fn sim_ref<'a>(&self, refs: &'a [ResourceRef; 3], kind: Kind) -> &'a ResourceRef {
+        match kind {
+            Kind::Microservice => &refs[0],
+            Kind::Deployment => &refs[1],
+            Kind::Service => &refs[2],
+        }
+    }
+
+    fn api(&self, client: &Client, kind: Kind) -> Api<DynamicObject> {
+        Api::namespaced_with(client.clone(), NAMESPACE, &kind.api_resource())
     }
 
     /// Waits until `n` Microservices are Ready for `generation`; returns when the last one became Ready.
@@ -112,34 +321,37 @@ impl Env {
         op: &mut OperatorProcess,
     ) -> Result<Instant> {
         let deadline = Instant::now() + timeout;
+        let mut reported = Instant::now();
         loop {
             op.check_alive()?;
-            {
-                let seen = self.observer.seen();
-                if seen.ready_for(generation) >= n {
-                    return Ok(seen.last_ready.unwrap_or_else(Instant::now));
-                }
+            let ready = self.observer.seen().ready_for(generation);
+            if ready >= n {
+                return Ok(self.observer.seen().last_ready.unwrap_or_else(Instant::now));
             }
             if Instant::now() > deadline {
-                let ready = self.observer.seen().ready_for(generation);
                 return Err(BenchError::Timeout {
                     what: format!("{n} Microservices Ready for generation {generation} ({ready} were)"),
                     seconds: timeout.as_secs(),
                 });
             }
+            // A real control plane takes minutes for N=1000: say how far it is.
+            if reported.elapsed() >= Duration::from_secs(10) {
+                eprintln!("  {ready}/{n} Microservices Ready for generation {generation}");
+                reported = Instant::now();
+            }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
 
-    /// Waits until the operator's request count has not moved for `quiet`, so late requests (Events after the
-    /// last status write) are counted. Bounded by `timeout`.
+    /// Waits until the measured client's request count has not moved for `quiet`, so late requests (Events after
+    /// the last status write) are counted. Bounded by `timeout`.
     pub async fn wait_quiet(&self, quiet: Duration, timeout: Duration) {
         let deadline = Instant::now() + timeout;
-        let mut last = self.sim.requests().total();
+        let mut last = self.requests().total();
         let mut since = Instant::now();
         while Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(50)).await;
-            let now = self.sim.requests().total();
+            let now = self.requests().total();
             if now != last {
                 last = now;
                 since = Instant::now();
@@ -148,6 +360,26 @@ impl Env {
             }
         }
     }
+}
+
+/// The Microservice CRD, Established, and the benchmark namespace, on the real server.
+async fn install(client: &Client) -> Result<()> {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd = crd::crd();
+    crds.create(&PostParams::default(), &crd).await.map_err(BenchError::kube("installing the CRD"))?;
+    let crd_name = crd.metadata.name.clone().unwrap_or_default();
+    let established = await_condition(crds, &crd_name, conditions::is_crd_established());
+    tokio::time::timeout(Duration::from_secs(30), established)
+        .await
+        .map_err(|_| BenchError::Timeout { what: "the Microservice CRD to be Established".into(), seconds: 30 })?
+        .map_err(|e| BenchError::Failed { what: "watching the CRD".into(), message: e.to_string() })?;
+    let ns: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": NAMESPACE}})).map_err(BenchError::json("a namespace"))?;
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .map_err(BenchError::kube("creating the benchmark namespace"))?;
+    Ok(())
 }
 
 async fn wait_resolvable(cluster: &Cluster, group: &str, version: &str, plural: &str) -> Result<ResourceRef> {

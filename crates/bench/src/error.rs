@@ -4,6 +4,10 @@
 pub enum BenchError {
     #[error("cannot start the emulator: {0}")]
     Sim(#[from] kubesim::SimError),
+    #[error("cannot start the control plane: {0}")]
+    ControlPlane(#[from] microservice_testkit::Error),
+    #[error("{what}: {message}")]
+    Failed { what: String, message: String },
     #[error("the emulator refused {what}: {message}")]
     Emulator { what: String, message: String },
     #[error("{what}: {source}")]

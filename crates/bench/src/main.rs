@@ -1,8 +1,9 @@
 //! `bench`: measures the Microservice operator against the in-process kubesim emulator (pod readiness delay 0, so
-//! the operator is what is measured). The operator runs in a child process (`bench operator`) so its CPU time and
+//! the operator is what is measured) or, with `--backend real`, a real control plane with kwok nodes. The operator runs in a child process (`bench operator`) so its CPU time and
 //! peak RSS are its own. Each scenario prints a table with its targets and writes JSON under `target/bench/`.
 
 mod child;
+mod commit_order;
 mod env;
 mod error;
 mod observe;
@@ -17,7 +18,7 @@ use clap::{Parser, Subcommand};
 
 use crate::scenarios::RunArgs;
 
-/// Benchmarks of the Microservice operator against the in-process emulator.
+/// Benchmarks of the Microservice operator against the in-process emulator or a real control plane.
 #[derive(Parser)]
 #[command(name = "bench", about, args_conflicts_with_subcommands = true)]
 struct Cli {

@@ -1,11 +1,19 @@
-//! An observer of every committed change in the benchmark namespace, through the emulator's in-process change
-//! feed. The feed carries all kinds in commit (resourceVersion) order, so when a Microservice is seen Ready, the
-//! Deployment state recorded just before it is exactly what the store held at that moment: that is how a Ready
-//! reported before its rollout completed is caught, with no polling race.
+//! An observer of every committed change in the benchmark namespace.
+//!
+//! On kubesim it reads the emulator's in-process change feed, which carries all kinds in commit (resourceVersion)
+//! order, so when a Microservice is seen Ready, the Deployment state recorded just before it is exactly what the
+//! store held at that moment: that is how a Ready reported before its rollout completed is caught, with no polling
+//! race. On the real server it watches Microservices and Deployments and merges the two streams back into commit
+//! order (see [`crate::commit_order`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
+
+use futures::StreamExt;
+use kube::Client;
+use kube::api::{Api, ApiResource, DynamicObject};
+use kube::runtime::{WatchStreamExt, watcher};
 
 use kubesim::Sim;
 use kubesim::cluster::{Change, ChangeKind, ListOptions};
@@ -15,7 +23,8 @@ use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::task::JoinHandle;
 
-use crate::env::NAMESPACE;
+use crate::commit_order::{CATCH_UP, CommitOrder, Stamped};
+use crate::env::{Kind, NAMESPACE};
 use crate::rollout::{DeploymentView, Want, ready_for_current_generation};
 
 #[derive(Debug, Clone)]
@@ -32,7 +41,8 @@ pub struct Seen {
     pub early_ready: Vec<String>,
     /// Ready statuses checked against the Deployment.
     pub ready_checked: u64,
-    /// Times the feed overflowed; the early-Ready check is incomplete when this is not zero.
+    /// Times the feed overflowed or a watch started over with a list; the early-Ready check is incomplete when this
+    /// is not zero.
     pub lagged: u64,
     /// When a Microservice last became Ready for its current generation.
     pub last_ready: Option<Instant>,
@@ -54,7 +64,8 @@ impl Seen {
         self.ms.get(name).is_some_and(|v| v.ready)
     }
 
-    fn on_microservice(&mut self, kind: ChangeKind, obj: &Value, profile: &PlatformProfile) {
+    /// `at`: when the change was committed, as near as the observer can tell (when it arrived).
+    fn on_microservice(&mut self, kind: ChangeKind, obj: &Value, profile: &PlatformProfile, at: Instant) {
         let Some(name) = obj.pointer("/metadata/name").and_then(Value::as_str) else { return };
         if kind == ChangeKind::Deleted {
             self.ms.remove(name);
@@ -68,7 +79,7 @@ impl Seen {
                 // A new generation's want: an earlier completion does not count for it.
                 let complete = self.deployments.get(name).is_some_and(|d| d.complete_for(&w));
                 if complete {
-                    self.complete_at.entry(name.to_string()).or_insert_with(Instant::now);
+                    self.complete_at.entry(name.to_string()).or_insert(at);
                 } else {
                     self.complete_at.remove(name);
                 }
@@ -94,16 +105,15 @@ impl Seen {
         }
         let was_ready = self.ms.get(name).is_some_and(|v| v.ready && v.generation == generation);
         if ready && !was_ready {
-            let now = Instant::now();
-            self.last_ready = Some(now);
-            if let Some(at) = self.complete_at.get(name) {
-                self.ready_latency_ms.push(now.duration_since(*at).as_secs_f64() * 1000.0);
+            self.last_ready = Some(at);
+            if let Some(complete) = self.complete_at.get(name) {
+                self.ready_latency_ms.push(at.saturating_duration_since(*complete).as_secs_f64() * 1000.0);
             }
         }
         self.ms.insert(name.to_string(), MsView { generation, ready });
     }
 
-    fn on_deployment(&mut self, kind: ChangeKind, obj: &Value) {
+    fn on_deployment(&mut self, kind: ChangeKind, obj: &Value, at: Instant) {
         let Some(name) = obj.pointer("/metadata/name").and_then(Value::as_str) else { return };
         if kind == ChangeKind::Deleted {
             self.deployments.remove(name);
@@ -112,7 +122,7 @@ impl Seen {
             let view = DeploymentView::of(obj);
             match self.want.get(name) {
                 Some(w) if view.complete_for(w) => {
-                    self.complete_at.entry(name.to_string()).or_insert_with(Instant::now);
+                    self.complete_at.entry(name.to_string()).or_insert(at);
                 }
                 _ => {
                     self.complete_at.remove(name);
@@ -153,6 +163,13 @@ impl Observer {
         Observer { seen, task }
     }
 
+    /// Watches the benchmark namespace of a real server (see the module's comment for the order of changes).
+    pub fn watch(client: Client) -> Observer {
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let task = tokio::spawn(merge_watches(client, seen.clone()));
+        Observer { seen, task }
+    }
+
     pub fn seen(&self) -> MutexGuard<'_, Seen> {
         lock(&self.seen)
     }
@@ -173,8 +190,8 @@ fn apply(seen: &Mutex<Seen>, change: &Change, profile: &PlatformProfile) {
         return;
     }
     match change.rt.plural.as_str() {
-        "microservices" => lock(seen).on_microservice(change.kind, &change.object, profile),
-        "deployments" => lock(seen).on_deployment(change.kind, &change.object),
+        "microservices" => lock(seen).on_microservice(change.kind, &change.object, profile, Instant::now()),
+        "deployments" => lock(seen).on_deployment(change.kind, &change.object, Instant::now()),
         _ => {}
     }
 }
@@ -185,7 +202,7 @@ fn relist(cluster: &kubesim::cluster::Cluster, seen: &mut Seen, profile: &Platfo
         && let Ok(list) = cluster.list(&rt, Some(NAMESPACE), &ListOptions::default())
     {
         for d in &list.items {
-            seen.on_deployment(ChangeKind::Added, d);
+            seen.on_deployment(ChangeKind::Added, d, Instant::now());
         }
     }
     seen.ms.clear();
@@ -195,10 +212,78 @@ fn relist(cluster: &kubesim::cluster::Cluster, seen: &mut Seen, profile: &Platfo
         let checked = seen.ready_checked;
         let early = seen.early_ready.len();
         for ms in &list.items {
-            seen.on_microservice(ChangeKind::Added, ms, profile);
+            seen.on_microservice(ChangeKind::Added, ms, profile, Instant::now());
         }
         // A relist is not a status seen on the feed: it does not count as a check.
         seen.ready_checked = checked;
         seen.early_ready.truncate(early);
+    }
+}
+
+/// One change from either watch.
+struct Observed {
+    kind: Kind,
+    change: ChangeKind,
+    object: Value,
+    at: Instant,
+}
+
+/// The two watches of the real server, fed to [`Seen`] in commit order.
+async fn merge_watches(client: Client, seen: Arc<Mutex<Seen>>) {
+    let stream = |kind: Kind| {
+        let resource = match kind {
+            Kind::Microservice => ApiResource::erase::<Microservice>(&()),
+            _ => ApiResource::erase::<k8s_openapi::api::apps::v1::Deployment>(&()),
+        };
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), NAMESPACE, &resource);
+        watcher(api, watcher::Config::default()).default_backoff().map(move |event| (kind, event)).boxed()
+    };
+    let mut events = futures::stream::select(stream(Kind::Microservice), stream(Kind::Deployment));
+    let profile = PlatformProfile::default();
+    let mut order = CommitOrder::default();
+    let mut starts = 0u64;
+    let mut tick = tokio::time::interval(CATCH_UP / 3);
+    loop {
+        let ready = tokio::select! {
+            next = events.next() => {
+                let Some((kind, event)) = next else { break };
+                let Ok(event) = event else { continue };
+                let arrived = Instant::now();
+                let (change, object) = match event {
+                    watcher::Event::Apply(o) => (ChangeKind::Modified, o),
+                    watcher::Event::InitApply(o) => (ChangeKind::Added, o),
+                    watcher::Event::Delete(o) => (ChangeKind::Deleted, o),
+                    watcher::Event::Init => {
+                        // The first list of each watch is the start; any later one is a gap in the changes seen.
+                        starts += 1;
+                        if starts > 2 {
+                            lock(&seen).lagged += 1;
+                        }
+                        feed(&seen, &profile, order.all());
+                        continue;
+                    }
+                    watcher::Event::InitDone => continue,
+                };
+                let revision = object.metadata.resource_version.as_deref().and_then(|v| v.parse().ok()).unwrap_or(0);
+                let Ok(object) = serde_json::to_value(&object) else { continue };
+                let stamped = Stamped { revision, arrived, item: Observed { kind, change, object, at: arrived } };
+                match kind {
+                    Kind::Deployment => order.deployment(stamped),
+                    _ => order.microservice(stamped),
+                }
+            }
+            _ = tick.tick() => order.waited(Instant::now()),
+        };
+        feed(&seen, &profile, ready);
+    }
+}
+
+fn feed(seen: &Mutex<Seen>, profile: &PlatformProfile, changes: Vec<Observed>) {
+    let mut seen = lock(seen);
+    for o in changes {
+        match o.kind {
+            Kind::Microservice => seen.on_microservice(o.change, &o.object, profile, o.at),
+            _ => seen.on_deployment(o.change, &o.object, o.at),
+        }
     }
 }

@@ -1,5 +1,6 @@
-//! The scenarios. Per N: the floor on a fresh emulator first, then converge, restart, steady state, drift repair
-//! and the update wave in that order on one emulator, each starting from the state the previous one left.
+//! The scenarios. Per N: the floor on a fresh cluster first, then converge, restart, steady state, drift repair
+//! and the update wave in that order on one cluster, each starting from the state the previous one left. The
+//! cluster is kubesim or a real control plane (`--backend`); the scenarios are the same.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -23,7 +24,7 @@ use microservice_core::status::compute_status;
 use serde_json::{Value, json};
 
 use crate::child::{OperatorProcess, Usage};
-use crate::env::{Env, IMAGE_V2, NAMESPACE, name};
+use crate::env::{Backend, Env, IMAGE_V2, Kind, NAMESPACE, name};
 use crate::error::{BenchError, Result};
 use crate::report::{Report, percentile};
 use crate::rollout::{DeploymentView, Want};
@@ -40,6 +41,9 @@ pub enum Scenario {
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
+    /// Where to run: the in-process emulator, or a real control plane with kwok nodes.
+    #[arg(long, value_enum, default_value_t = Backend::Kubesim)]
+    pub backend: Backend,
     /// Numbers of Microservices, comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = [100usize, 1000])]
     pub n: Vec<usize>,
@@ -53,7 +57,7 @@ pub struct RunArgs {
     /// Children deleted or edited one at a time in the drift scenario.
     #[arg(long, default_value_t = 200)]
     pub drift_edits: usize,
-    /// Where the JSON reports go (default: target/bench).
+    /// Where the JSON reports go (default: target/bench, and target/bench/real for the real backend).
     #[arg(long)]
     pub out: Option<PathBuf>,
 }
@@ -73,16 +77,15 @@ fn default_out() -> PathBuf {
         .join("bench")
 }
 
-/// Generous bounds for waits that scale with N (the machine is shared).
-fn timeout_for(n: usize) -> Duration {
-    Duration::from_secs(60) + Duration::from_millis(60 * n as u64)
-}
-
 pub async fn run(args: RunArgs) -> Result<()> {
-    let out = args.out.clone().unwrap_or_else(default_out);
+    let out = args.out.clone().unwrap_or_else(|| match args.backend {
+        Backend::Kubesim => default_out(),
+        Backend::Real => default_out().join("real"),
+    });
     std::fs::create_dir_all(&out).map_err(BenchError::io(format!("cannot create {}", out.display())))?;
     let machine = machine();
     println!("machine: {}", machine["summary"].as_str().unwrap_or_default());
+    println!("backend: {}", args.backend.name());
     let body = serde_json::to_string_pretty(&machine).map_err(BenchError::json("the machine"))?;
     std::fs::write(out.join("machine.json"), body + "\n").map_err(BenchError::io("cannot write machine.json"))?;
     let wanted = |s: Scenario| args.scenario.is_empty() || args.scenario.contains(&s);
@@ -92,13 +95,13 @@ pub async fn run(args: RunArgs) -> Result<()> {
         let mut reports = Vec::new();
         let mut floor_time = None;
         if wanted(Scenario::Floor) {
-            let (report, time) = floor(n, &out).await?;
+            let (report, time) = floor(args.backend, n, &out).await?;
             floor_time = Some(time);
             reports.push(report);
         }
         let later = [Scenario::Restart, Scenario::Steady, Scenario::Drift, Scenario::Update];
         if wanted(Scenario::Converge) || later.iter().any(|s| wanted(*s)) {
-            let env = Env::start(&out).await?;
+            let env = Env::start(args.backend, &out).await?;
             let (report, op) = converge(&env, n, floor_time, &out).await?;
             if wanted(Scenario::Converge) {
                 reports.push(report);
@@ -208,18 +211,18 @@ fn secs(d: Duration) -> String {
 }
 
 fn report_path(out: &Path, env: &Env, tag: &str) -> PathBuf {
-    out.join(format!("operator-{}-{tag}.json", env.sim.addr().port()))
+    out.join(format!("operator-{}-{tag}.json", env.tag()))
 }
 
 async fn converge(env: &Env, n: usize, floor_time: Option<Duration>, out: &Path) -> Result<(Report, OperatorProcess)> {
-    env.create_microservices(n)?;
-    let before = env.sim.requests();
+    env.create_microservices(n).await?;
+    let before = env.requests();
     let started = Instant::now();
     let mut op = OperatorProcess::spawn(&env.kubeconfig, Duration::from_secs(300), report_path(out, env, "converge"))?;
-    let last_ready = env.wait_all_ready(n, 1, timeout_for(n), &mut op).await?;
+    let last_ready = env.wait_all_ready(n, 1, env.timeout_for(n), &mut op).await?;
     let took = last_ready.saturating_duration_since(started);
     env.wait_quiet(Duration::from_millis(500), Duration::from_secs(10)).await;
-    let counts = env.sim.requests().since(&before);
+    let counts = env.requests().since(&before);
     let usage = op.usage()?;
 
     let mut r = Report::new("converge", n);
@@ -297,11 +300,11 @@ fn ready_latency(r: &mut Report, mut samples: Vec<f64>) {
 
 /// A client that sends only what a perfect operator must: create the Service and the Deployment, and patch
 /// status once when the rollout completes (Service first, so Ready never precedes it).
-async fn floor(n: usize, out: &Path) -> Result<(Report, Duration)> {
-    let env = Env::start(out).await?;
-    env.create_microservices(n)?;
-    let client = env.sim.client();
-    let before = env.sim.requests();
+async fn floor(backend: Backend, n: usize, out: &Path) -> Result<(Report, Duration)> {
+    let env = Env::start(backend, out).await?;
+    env.create_microservices(n).await?;
+    let client = env.floor_client().await?;
+    let before = env.requests();
     let started = Instant::now();
     let profile = Arc::new(PlatformProfile::default());
 
@@ -354,26 +357,30 @@ async fn floor(n: usize, out: &Path) -> Result<(Report, Duration)> {
         .buffer_unordered(16)
         .try_collect::<Vec<()>>();
     creates.await?;
-    let deadline = Instant::now() + timeout_for(n);
+    let timeout = env.timeout_for(n);
+    let deadline = Instant::now() + timeout;
     while patched.load(Ordering::Relaxed) < n {
         if Instant::now() > deadline {
             watcher_task.abort();
             return Err(BenchError::Timeout {
                 what: format!("the floor client to patch {n} statuses ({} done)", patched.load(Ordering::Relaxed)),
-                seconds: timeout_for(n).as_secs(),
+                seconds: timeout.as_secs(),
             });
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     let took = started.elapsed();
     watcher_task.abort();
-    let counts = env.sim.requests().since(&before);
+    let counts = env.requests().since(&before);
     let mut r = Report::new("floor", n);
     r.info("time until all Ready (generation 1)", secs(took), Some(took.as_secs_f64()));
     let per_cr = non_watch(&counts) as f64 / n as f64;
     r.info("API requests per CR (watch excluded)", format!("{per_cr:.2}"), Some(per_cr));
     r.note(per_cr_note(&counts, n));
-    r.note("the floor client runs in the benchmark process, beside the emulator");
+    r.note(match backend {
+        Backend::Kubesim => "the floor client runs in the benchmark process, beside the emulator",
+        Backend::Real => "the floor client runs in the benchmark process; its requests are counted from the audit log",
+    });
     Ok((r, took))
 }
 
@@ -419,7 +426,7 @@ async fn restart(
     out: &Path,
 ) -> Result<(Report, OperatorProcess, Instant)> {
     op.kill()?;
-    let before = env.sim.requests();
+    let before = env.requests();
     let started = Instant::now();
     let resync = Duration::from_secs(args.resync_interval);
     let mut op = OperatorProcess::spawn(&env.kubeconfig, resync, report_path(out, env, "restart"))?;
@@ -427,7 +434,7 @@ async fn restart(
     // Every object is queued by the initial list; the queue has drained once the count has reached N and then
     // stopped moving (the operator's report is rewritten every 20 ms).
     let quiet = Duration::from_secs(1);
-    let deadline = started + timeout_for(n);
+    let deadline = started + env.timeout_for(n);
     let mut first = None;
     let mut last = (0i64, started);
     let outcome = loop {
@@ -448,7 +455,7 @@ async fn restart(
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     };
-    let counts = env.sim.requests().since(&before);
+    let counts = env.requests().since(&before);
     if let Some(f) = first {
         r.info(
             "time until caches synced and a first reconcile done",
@@ -462,7 +469,7 @@ async fn restart(
         }
         None => r.target(
             "time until every object reconciled",
-            format!("not within {} ({} reconciles)", secs(timeout_for(n)), last.0),
+            format!("not within {} ({} reconciles)", secs(env.timeout_for(n)), last.0),
             f64::NAN,
             "finishes",
             false,
@@ -483,7 +490,7 @@ async fn steady(env: &Env, n: usize, op: &mut OperatorProcess, started: Instant,
     // Long enough after the tick for N reconciles to run.
     let margin = Duration::from_secs(5) + Duration::from_millis(2 * n as u64);
     let end = started + resync * ticks + margin;
-    let before = env.sim.requests();
+    let before = env.requests();
     let reconciles_before = op.reconciles().unwrap_or(0);
     let window_start = Instant::now();
     while Instant::now() < end {
@@ -491,7 +498,7 @@ async fn steady(env: &Env, n: usize, op: &mut OperatorProcess, started: Instant,
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let window = window_start.elapsed();
-    let counts = env.sim.requests().since(&before);
+    let counts = env.requests().since(&before);
     let reconciled = op.reconciles().unwrap_or(0) - reconciles_before;
     let minutes = window.as_secs_f64() / 60.0;
     let mut r = Report::new("steady", n);
@@ -535,35 +542,35 @@ async fn drift(env: &Env, n: usize, op: &mut OperatorProcess, edits: usize) -> R
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         let edit = [Edit::DeleteDeployment, Edit::ScaleDeployment, Edit::DeleteService][i % 3];
-        let rt = match edit {
-            Edit::DeleteService => env.services.clone(),
-            _ => env.deployments.clone(),
+        let kind = match edit {
+            Edit::DeleteService => Kind::Service,
+            _ => Kind::Deployment,
         };
         let uid = |v: &Value| v.pointer("/metadata/uid").and_then(Value::as_str).map(str::to_string);
         // A Ready CR should have its child; if not, wait for the operator and say so.
-        if env.get(&rt, &target).is_none() {
+        let mut current = env.get(kind, &target).await;
+        if current.is_none() {
             missing += 1;
             let by = Instant::now() + limit;
-            while env.get(&rt, &target).is_none() && Instant::now() < by {
+            while current.is_none() && Instant::now() < by {
                 tokio::time::sleep(Duration::from_millis(2)).await;
-            }
-            if env.get(&rt, &target).is_none() {
-                continue;
+                current = env.get(kind, &target).await;
             }
         }
-        let old_uid = env.get(&rt, &target).as_ref().and_then(uid);
-        let want_replicas = env.get(&rt, &target).and_then(|d| d.pointer("/spec/replicas").and_then(Value::as_i64));
+        let Some(current) = current else { continue };
+        let old_uid = uid(&current);
+        let want_replicas = current.pointer("/spec/replicas").and_then(Value::as_i64);
         let started = Instant::now();
         match edit {
-            Edit::DeleteDeployment | Edit::DeleteService => env.delete(&rt, &target)?,
-            Edit::ScaleDeployment => env.patch(&rt, &target, json!({"spec": {"replicas": 5}}))?,
+            Edit::DeleteDeployment | Edit::DeleteService => env.delete(kind, &target).await?,
+            Edit::ScaleDeployment => env.patch(kind, &target, json!({"spec": {"replicas": 5}})).await?,
         }
         let repaired = |v: &Value| match edit {
             Edit::ScaleDeployment => v.pointer("/spec/replicas").and_then(Value::as_i64) == want_replicas,
             _ => uid(v).is_some() && uid(v) != old_uid,
         };
         loop {
-            if env.get(&rt, &target).as_ref().is_some_and(repaired) {
+            if env.get(kind, &target).await.as_ref().is_some_and(repaired) {
                 samples.push((edit, started.elapsed().as_secs_f64() * 1000.0));
                 break;
             }
@@ -611,15 +618,15 @@ async fn update(env: &Env, n: usize, op: &mut OperatorProcess) -> Result<Report>
         let seen = env.observer.seen();
         (seen.ready_checked, seen.early_ready.len(), seen.lagged, seen.ready_latency_ms.len())
     };
-    let before = env.sim.requests();
+    let before = env.requests();
     let started = Instant::now();
     for i in 0..n {
-        env.set_image(i, IMAGE_V2)?;
+        env.set_image(i, IMAGE_V2).await?;
     }
-    let last_ready = env.wait_all_ready(n, 2, timeout_for(n), op).await?;
+    let last_ready = env.wait_all_ready(n, 2, env.timeout_for(n), op).await?;
     let took = last_ready.saturating_duration_since(started);
     env.wait_quiet(Duration::from_millis(500), Duration::from_secs(10)).await;
-    let counts = env.sim.requests().since(&before);
+    let counts = env.requests().since(&before);
     let seen = env.observer.seen();
     let mut r = Report::new("update", n);
     r.info("time until all Ready (generation 2)", secs(took), Some(took.as_secs_f64()));
@@ -631,7 +638,13 @@ async fn update(env: &Env, n: usize, op: &mut OperatorProcess) -> Result<Report>
     ready_latency(&mut r, seen.ready_latency_ms[latency_before..].to_vec());
     r.info("Ready statuses checked against the Deployment", checked.to_string(), Some(checked as f64));
     r.target("Ready before the rollout completed", early.to_string(), early as f64, "0", early == 0);
-    r.target("change-feed overflows (check incomplete when > 0)", lagged.to_string(), lagged as f64, "0", lagged == 0);
+    r.target(
+        "observer gaps: feed overflows or re-lists (check incomplete when > 0)",
+        lagged.to_string(),
+        lagged as f64,
+        "0",
+        lagged == 0,
+    );
     for e in seen.early_ready.iter().skip(early_before).take(5) {
         r.note(e.clone());
     }

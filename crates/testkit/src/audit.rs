@@ -73,11 +73,23 @@ impl AuditLog {
 
     /// Every resource request logged so far (a line being written is skipped).
     pub fn requests(&self) -> Vec<Request> {
-        let text = std::fs::read_to_string(&self.path).unwrap_or_default();
-        text.lines()
-            .filter_map(|line| serde_json::from_str::<Event>(line).ok())
+        self.requests_from(0).0
+    }
+
+    /// The resource requests logged from byte `offset` on, and the offset after the last complete line: a reader
+    /// that keeps up with a long run reads each line once. A line being written is left for the next call.
+    pub fn requests_from(&self, offset: u64) -> (Vec<Request>, u64) {
+        let Ok(bytes) = std::fs::read(&self.path) else { return (Vec::new(), offset) };
+        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(bytes.len());
+        let Some(end) = bytes[start..].iter().rposition(|b| *b == b'\n').map(|i| start + i + 1) else {
+            return (Vec::new(), offset);
+        };
+        let requests = bytes[start..end]
+            .split(|b| *b == b'\n')
+            .filter_map(|line| serde_json::from_slice::<Event>(line).ok())
             .filter_map(Request::from_event)
-            .collect()
+            .collect();
+        (requests, end as u64)
     }
 
     /// Requests from `user` with this verb on this resource that the server accepted (below 300).
@@ -126,5 +138,24 @@ mod tests {
         assert_eq!(log.requests().len(), 2);
         assert_eq!(log.succeeded("op", "patch", "microservices/status"), 1);
         assert_eq!(log.succeeded("op", "create", "services"), 0);
+    }
+
+    #[test]
+    fn a_reader_from_an_offset_sees_each_complete_line_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("audit.log");
+        let line = |name: &str| {
+            format!(
+                r#"{{"verb":"get","user":{{"username":"op"}},"objectRef":{{"resource":"pods","name":"{name}"}},"responseStatus":{{"code":200}}}}"#
+            )
+        };
+        let log = AuditLog::new(&path);
+        std::fs::write(&path, format!("{}\n{}", line("a"), &line("b")[..20])).expect("write");
+        let (first, offset) = log.requests_from(0);
+        assert_eq!(first.iter().map(|r| r.name.as_deref()).collect::<Vec<_>>(), [Some("a")]);
+        std::fs::write(&path, format!("{}\n{}\n", line("a"), line("b"))).expect("write");
+        let (second, end) = log.requests_from(offset);
+        assert_eq!(second.iter().map(|r| r.name.as_deref()).collect::<Vec<_>>(), [Some("b")]);
+        assert_eq!(log.requests_from(end), (Vec::new(), end));
     }
 }
