@@ -87,12 +87,13 @@ struct AuditTally {
 }
 
 pub struct Env {
-    server: Server,
+    /// First, so its watches stop before the server does.
+    pub observer: Observer,
     /// The operator's kubeconfig.
     pub kubeconfig: PathBuf,
-    pub observer: Observer,
     /// Tells this cluster's files apart from another's in the same output directory.
     tag: String,
+    server: Server,
 }
 
 fn opts() -> WriteOptions {

@@ -39,7 +39,9 @@ fn main() -> ExitCode {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                // The control-plane harness polls kube-apiserver before it is up; kube's client logs each refused
+                // probe as an error.
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,kube_client=off")),
         )
         .with_writer(std::io::stderr)
         .try_init();

@@ -202,8 +202,15 @@ fn non_watch(counts: &RequestCounts) -> u64 {
 
 fn per_cr_note(counts: &RequestCounts, n: usize) -> String {
     let parts: Vec<String> = by_verb(counts).iter().map(|(k, v)| format!("{k} {:.2}", *v as f64 / n as f64)).collect();
-    let failed: u64 = counts.counts.iter().filter(|(k, _)| k.code >= 400).map(|(_, v)| v).sum();
-    format!("requests per CR by verb (watch excluded): {}; {failed} answered >= 400", parts.join(", "))
+    let failed: Vec<String> = counts
+        .counts
+        .iter()
+        .filter(|(k, _)| k.code >= 400)
+        .map(|(k, v)| format!("{} {} {}: {v}", k.verb, k.resource, k.code))
+        .collect();
+    let total: u64 = counts.counts.iter().filter(|(k, _)| k.code >= 400).map(|(_, v)| v).sum();
+    let which = if failed.is_empty() { String::new() } else { format!(" ({})", failed.join(", ")) };
+    format!("requests per CR by verb (watch excluded): {}; {total} answered >= 400{which}", parts.join(", "))
 }
 
 fn secs(d: Duration) -> String {
