@@ -12,67 +12,27 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Namespace, Service};
+use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::{conditions, wait::await_condition};
 use kubesim::cluster::{Cluster, PatchBody, Subresource, WriteOptions};
 use kubesim::controllers::ControllerConfig;
 use kubesim::resources::ResourceRef;
 use kubesim::{RequestCounts, RequestKey, Sim};
-use microservice_core::crd::{self, Microservice};
+use microservice_core::crd;
 use microservice_testkit::{ControlPlane, Options, User};
 use serde_json::{Value, json};
 
 use crate::child::OperatorProcess;
 use crate::error::{BenchError, Result};
+use crate::fixture::{Backend, IMAGE_V1, Kind, NAMESPACE, name};
 use crate::observe::Observer;
-
-pub const NAMESPACE: &str = "bench";
-pub const IMAGE_V1: &str = "ghcr.io/example/todo-api:1.0.0";
-pub const IMAGE_V2: &str = "ghcr.io/example/todo-api:2.0.0";
 
 /// The identities whose requests are measured on the real server (each scenario runs one of them).
 const OPERATOR_USER: &str = "bench-operator";
 const FLOOR_USER: &str = "bench-floor";
-
-/// Where the benchmark runs.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backend {
-    /// The in-process emulator.
-    Kubesim,
-    /// A real control plane with kwok nodes (build it first: `hack/control-plane/build.sh`).
-    Real,
-}
-
-impl Backend {
-    pub fn name(self) -> &'static str {
-        match self {
-            Backend::Kubesim => "kubesim",
-            Backend::Real => "real",
-        }
-    }
-}
-
-/// The kinds the scenarios read and write.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Microservice,
-    Deployment,
-    Service,
-}
-
-impl Kind {
-    fn api_resource(self) -> ApiResource {
-        match self {
-            Kind::Microservice => ApiResource::erase::<Microservice>(&()),
-            Kind::Deployment => ApiResource::erase::<Deployment>(&()),
-            Kind::Service => ApiResource::erase::<Service>(&()),
-        }
-    }
-}
 
 enum Server {
     Sim { sim: Sim, refs: [ResourceRef; 3] },
@@ -98,10 +58,6 @@ pub struct Env {
 
 fn opts() -> WriteOptions {
     WriteOptions { field_manager: Some("bench".into()), ..WriteOptions::default() }
-}
-
-pub fn name(i: usize) -> String {
-    format!("ms-{i:05}")
 }
 
 fn microservice(i: usize) -> Value {

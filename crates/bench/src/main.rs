@@ -6,6 +6,7 @@ mod child;
 mod commit_order;
 mod env;
 mod error;
+mod fixture;
 mod observe;
 mod operator_mode;
 mod report;

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use futures::StreamExt;
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject};
+use kube::api::{Api, DynamicObject};
 use kube::runtime::{WatchStreamExt, watcher};
 
 use kubesim::Sim;
@@ -24,7 +24,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::task::JoinHandle;
 
 use crate::commit_order::{CATCH_UP, CommitOrder, Stamped};
-use crate::env::{Kind, NAMESPACE};
+use crate::fixture::{Kind, NAMESPACE};
 use crate::rollout::{DeploymentView, Want, ready_for_current_generation};
 
 #[derive(Debug, Clone)]
@@ -231,11 +231,7 @@ struct Observed {
 /// The two watches of the real server, fed to [`Seen`] in commit order.
 async fn merge_watches(client: Client, seen: Arc<Mutex<Seen>>) {
     let stream = |kind: Kind| {
-        let resource = match kind {
-            Kind::Microservice => ApiResource::erase::<Microservice>(&()),
-            _ => ApiResource::erase::<k8s_openapi::api::apps::v1::Deployment>(&()),
-        };
-        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), NAMESPACE, &resource);
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), NAMESPACE, &kind.api_resource());
         watcher(api, watcher::Config::default()).default_backoff().map(move |event| (kind, event)).boxed()
     };
     let mut events = futures::stream::select(stream(Kind::Microservice), stream(Kind::Deployment));

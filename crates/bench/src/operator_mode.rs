@@ -11,8 +11,8 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use microservice_operator::controller::{self, Config};
 use microservice_operator::metrics::Metrics;
 
-use crate::env::NAMESPACE;
 use crate::error::{BenchError, Result};
+use crate::fixture::NAMESPACE;
 
 #[derive(clap::Args, Debug)]
 pub struct OperatorArgs {

@@ -24,8 +24,9 @@ use microservice_core::status::compute_status;
 use serde_json::{Value, json};
 
 use crate::child::{OperatorProcess, Usage};
-use crate::env::{Backend, Env, IMAGE_V2, Kind, NAMESPACE, name};
+use crate::env::Env;
 use crate::error::{BenchError, Result};
+use crate::fixture::{Backend, IMAGE_V2, Kind, NAMESPACE, name};
 use crate::report::{Report, percentile};
 use crate::rollout::{DeploymentView, Want};
 
