@@ -69,6 +69,37 @@ fn microservice(i: usize) -> Value {
     })
 }
 
+fn unrelated_name(i: usize) -> String {
+    format!("other-{i:05}")
+}
+
+fn unrelated_deployment(i: usize) -> Value {
+    let name = unrelated_name(i);
+    json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app": name}},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "app", "image": "registry.example.com/other/app:1.0.0"}]}
+            }
+        }
+    })
+}
+
+fn unrelated_service(i: usize) -> Value {
+    let name = unrelated_name(i);
+    json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app": name}},
+        "spec": {"selector": {"app": name}, "ports": [{"port": 80, "targetPort": 8080}]}
+    })
+}
+
 impl Env {
     pub async fn start(backend: Backend, dir: &Path) -> Result<Env> {
         std::fs::create_dir_all(dir).map_err(BenchError::io(format!("cannot create {}", dir.display())))?;
@@ -171,27 +202,37 @@ impl Env {
 
     /// Creates Microservices `ms-00000`.. with image v1.
     pub async fn create_microservices(&self, n: usize) -> Result<()> {
+        self.create_all(Kind::Microservice, n, microservice).await
+    }
+
+    /// Creates `count` Deployments and as many Services, `other-00000`.., that no Microservice asked for.
+    pub async fn create_unrelated(&self, count: usize) -> Result<()> {
+        self.create_all(Kind::Deployment, count, unrelated_deployment).await?;
+        self.create_all(Kind::Service, count, unrelated_service).await
+    }
+
+    /// Creates `body(0..count)`: in process on kubesim, 16 requests in flight on the real server.
+    async fn create_all(&self, kind: Kind, count: usize, body: fn(usize) -> Value) -> Result<()> {
+        let what = |i: usize| format!("creating {kind:?} {}", body(i)["metadata"]["name"]);
         match &self.server {
             Server::Sim { sim, refs } => {
-                for i in 0..n {
+                for i in 0..count {
                     sim.cluster()
-                        .create(&refs[0], Some(NAMESPACE), microservice(i), &opts())
-                        .map_err(|e| BenchError::emulator(format!("creating Microservice {}", name(i)), e))?;
+                        .create(self.sim_ref(refs, kind), Some(NAMESPACE), body(i), &opts())
+                        .map_err(|e| BenchError::emulator(what(i), e))?;
                 }
                 Ok(())
             }
             Server::Real { client, .. } => {
-                let api = self.api(client, Kind::Microservice);
+                let api = self.api(client, kind);
                 let params = PostParams { field_manager: Some("bench".into()), ..PostParams::default() };
-                futures::stream::iter(0..n)
+                futures::stream::iter(0..count)
                     .map(|i| {
                         let (api, params) = (&api, &params);
                         async move {
-                            let body: DynamicObject =
-                                serde_json::from_value(microservice(i)).map_err(BenchError::json("a Microservice"))?;
-                            api.create(params, &body)
-                                .await
-                                .map_err(BenchError::kube(format!("creating Microservice {}", name(i))))?;
+                            let object: DynamicObject =
+                                serde_json::from_value(body(i)).map_err(BenchError::json("an object"))?;
+                            api.create(params, &object).await.map_err(BenchError::kube(what(i)))?;
                             Ok::<(), BenchError>(())
                         }
                     })

@@ -82,6 +82,15 @@ mod tests {
     }
 
     #[test]
+    fn the_unrelated_scenario_runs_only_when_named() {
+        let all = Cli::try_parse_from(["bench"]).unwrap();
+        assert!(all.run.wants(Scenario::Update) && !all.run.wants(Scenario::Unrelated));
+        let named = Cli::try_parse_from(["bench", "--scenario", "converge,unrelated", "--unrelated", "500"]).unwrap();
+        assert!(named.run.wants(Scenario::Unrelated) && !named.run.wants(Scenario::Drift));
+        assert_eq!(named.run.unrelated, 500);
+    }
+
+    #[test]
     fn operator_mode_needs_a_kubeconfig() {
         assert!(Cli::try_parse_from(["bench", "operator"]).is_err());
         let cli =

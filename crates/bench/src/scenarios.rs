@@ -38,6 +38,8 @@ pub enum Scenario {
     Steady,
     Drift,
     Update,
+    /// Only when named: N Microservices beside `--unrelated` Deployments and Services the operator does not own.
+    Unrelated,
 }
 
 #[derive(clap::Args, Debug)]
@@ -58,9 +60,19 @@ pub struct RunArgs {
     /// Children deleted or edited one at a time in the drift scenario.
     #[arg(long, default_value_t = 200)]
     pub drift_edits: usize,
+    /// Deployments and Services (each) that belong to nobody's Microservice, in the unrelated scenario.
+    #[arg(long, default_value_t = 10_000)]
+    pub unrelated: usize,
     /// Where the JSON reports go (default: target/bench, and target/bench/real for the real backend).
     #[arg(long)]
     pub out: Option<PathBuf>,
+}
+
+impl RunArgs {
+    /// The scenarios named, or all but `unrelated` (minutes of setup) when none is.
+    pub fn wants(&self, scenario: Scenario) -> bool {
+        self.scenario.contains(&scenario) || (self.scenario.is_empty() && scenario != Scenario::Unrelated)
+    }
 }
 
 const TARGET_REQUESTS_PER_CR: f64 = 5.0;
@@ -70,6 +82,7 @@ const TARGET_REPAIR_P99_MS: f64 = 500.0;
 const TARGET_READY_P99_MS: f64 = 100.0;
 const TARGET_CPU_MS_PER_CR: f64 = 1.2;
 const TARGET_MARGINAL_KIB: f64 = 3.0;
+const TARGET_UNRELATED_MIB: f64 = 10.0;
 
 fn default_out() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
@@ -89,7 +102,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
     println!("backend: {}", args.backend.name());
     let body = serde_json::to_string_pretty(&machine).map_err(BenchError::json("the machine"))?;
     std::fs::write(out.join("machine.json"), body + "\n").map_err(BenchError::io("cannot write machine.json"))?;
-    let wanted = |s: Scenario| args.scenario.is_empty() || args.scenario.contains(&s);
+    let wanted = |s: Scenario| args.wants(s);
     let mut missed = 0;
     let mut peaks: Vec<(usize, f64)> = Vec::new();
     for &n in &args.n {
@@ -124,10 +137,16 @@ pub async fn run(args: RunArgs) -> Result<()> {
                 }
             }
         }
-        for r in reports.iter().filter(|r| r.scenario == "converge") {
-            if let Some(f) = r.figures.iter().find(|f| f.metric == "operator peak RSS (VmHWM)") {
-                peaks.push((n, f.number.unwrap_or(f64::NAN)));
-            }
+        let converge_peak = reports
+            .iter()
+            .filter(|r| r.scenario == "converge")
+            .find_map(|r| r.figures.iter().find(|f| f.metric == PEAK_RSS))
+            .and_then(|f| f.number);
+        if let Some(peak) = converge_peak {
+            peaks.push((n, peak));
+        }
+        if wanted(Scenario::Unrelated) {
+            reports.push(unrelated(args.backend, n, args.unrelated, converge_peak, &out).await?);
         }
         for r in &reports {
             r.print();
@@ -268,15 +287,11 @@ async fn converge(env: &Env, n: usize, floor_time: Option<Duration>, out: &Path)
     Ok((r, op))
 }
 
+const PEAK_RSS: &str = "operator peak RSS (VmHWM)";
+
 fn rss_figure(r: &mut Report, _n: usize, usage: &Usage) {
     let value = format!("{:.1} MiB", usage.peak_rss_mib());
-    r.target(
-        "operator peak RSS (VmHWM)",
-        value,
-        usage.peak_rss_mib(),
-        "<= 40 MiB",
-        usage.peak_rss_mib() <= TARGET_RSS_MIB,
-    );
+    r.target(PEAK_RSS, value, usage.peak_rss_mib(), "<= 40 MiB", usage.peak_rss_mib() <= TARGET_RSS_MIB);
 }
 
 /// Creates per CR of each child kind (exactly 1) and creates answered AlreadyExists (409; none).
@@ -304,6 +319,48 @@ fn ready_latency(r: &mut Report, mut samples: Vec<f64>) {
     r.info("Ready latency p50 (rollout complete -> Ready committed)", format!("{p50:.1} ms"), Some(p50));
     let p99 = percentile(&samples, 99.0);
     r.target("Ready latency p99", format!("{p99:.1} ms"), p99, "< 100 ms", p99 < TARGET_READY_P99_MS);
+}
+
+/// N Microservices converge on a fresh cluster whose namespace also holds `count` Deployments and Services of
+/// someone else's: the operator caches every child kind of the namespace (it must see a same-name object it does
+/// not own), so this is what a busy namespace costs it.
+async fn unrelated(backend: Backend, n: usize, count: usize, converge_peak: Option<f64>, out: &Path) -> Result<Report> {
+    let env = Env::start(backend, out).await?;
+    let started = Instant::now();
+    env.create_unrelated(count).await?;
+    eprintln!("  created {count} unrelated Deployments and Services in {}", secs(started.elapsed()));
+    env.create_microservices(n).await?;
+    let before = env.requests();
+    let started = Instant::now();
+    let mut op =
+        OperatorProcess::spawn(&env.kubeconfig, Duration::from_secs(300), report_path(out, &env, "unrelated"))?;
+    let last_ready = env.wait_all_ready(n, 1, env.timeout_for(n + count / 10), &mut op).await?;
+    let took = last_ready.saturating_duration_since(started);
+    env.wait_quiet(Duration::from_millis(500), Duration::from_secs(10)).await;
+    let counts = env.requests().since(&before);
+    let usage = op.usage()?;
+    let mut r = Report::new("unrelated", n);
+    r.info("unrelated Deployments and Services (each)", count.to_string(), Some(count as f64));
+    r.info("time until all Ready (generation 1)", secs(took), Some(took.as_secs_f64()));
+    let writes = counts.writes() as f64 / n as f64;
+    r.info("writes per CR", format!("{writes:.2}"), Some(writes));
+    r.info(PEAK_RSS, format!("{:.1} MiB", usage.peak_rss_mib()), Some(usage.peak_rss_mib()));
+    match converge_peak {
+        Some(alone) => {
+            let over = usage.peak_rss_mib() - alone;
+            r.target(
+                "peak RSS over converge's at this N (no unrelated objects)",
+                format!("{over:.1} MiB ({:.1} - {alone:.1})", usage.peak_rss_mib()),
+                over,
+                "<= 10 MiB",
+                over <= TARGET_UNRELATED_MIB,
+            );
+        }
+        None => r.note("run with --scenario converge,unrelated to compare with the figure without unrelated objects"),
+    }
+    r.note("the unrelated Deployments have 0 replicas: pods are not what the operator caches");
+    r.note(per_cr_note(&counts, n));
+    Ok(r)
 }
 
 /// A client that sends only what a perfect operator must: create the Service and the Deployment, and patch
