@@ -380,7 +380,7 @@ pub trait Route<V>: Fn(&str, &str, Option<&V>) + Send + Sync + 'static {}
 impl<V, F: Fn(&str, &str, Option<&V>) + Send + Sync + 'static> Route<V> for F {}
 
 /// Watches one child kind into `cache`, judging drift against the Microservices in `microservices`, and calls
-/// `route` with every change (`None` for a deletion). Runs until aborted.
+/// `route` with every change (`None` for a deletion) of a name some Microservice has. Runs until aborted.
 pub async fn run<K: Child>(
     api: Api<K>,
     cache: Arc<ChildCache<K::View>>,
@@ -394,6 +394,16 @@ pub async fn run<K: Child>(
     let stream = watcher(api, watcher::Config::default()).default_backoff();
     let mut stream = std::pin::pin!(stream);
     let mut buffer: Option<HashMap<String, Arc<K::View>>> = None;
+    // A child whose name no Microservice has (someone else's Deployment in a busy namespace) gives nothing to
+    // reconcile: a Microservice created later is reconciled by its own event and finds the object in the cache.
+    let ours = |namespace: &str, name: &str| {
+        microservices.get(&kube::runtime::reflector::ObjectRef::new(name).within(namespace)).is_some()
+    };
+    let route = |namespace: &str, name: &str, view: Option<&K::View>| {
+        if ours(namespace, name) {
+            route(namespace, name, view);
+        }
+    };
     let judge_one = |obj: &K| {
         let ms = microservices.get(
             &kube::runtime::reflector::ObjectRef::new(&obj.name_any())
