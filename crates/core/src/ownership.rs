@@ -264,7 +264,12 @@ mod tests {
     const UID: &str = "11111111-2222-4333-8444-555555555555";
 
     fn ms() -> Microservice {
-        let spec = MicroserviceSpec { image: "ghcr.io/example/todo-api:1".into(), port: 8080, replicas: None };
+        let spec = MicroserviceSpec {
+            image: "ghcr.io/example/todo-api:1".into(),
+            port: 8080,
+            replicas: None,
+            autoscaling: None,
+        };
         let mut ms = Microservice::new("todo-api", spec);
         ms.metadata.namespace = Some("todo".into());
         ms.metadata.uid = Some(UID.into());

@@ -144,7 +144,13 @@ async fn keep_last_accepted(
 ) -> Result<()> {
     // The children are built as for that generation: its spec, and its number in the generation annotation.
     let mut accepted = ms.clone();
-    accepted.spec = MicroserviceSpec { image: last.image.clone(), port: last.port, replicas: Some(last.replicas) };
+    accepted.spec = MicroserviceSpec {
+        image: last.image.clone(),
+        port: last.port,
+        // Autoscaled, the bounds come back and the count stays the HorizontalPodAutoscaler's.
+        replicas: last.autoscaling.is_none().then_some(last.replicas),
+        autoscaling: last.autoscaling.clone(),
+    };
     accepted.metadata.generation = Some(last.generation);
     let Ok(contract) = contract::validate_object(&accepted, &ctx.profile) else {
         // The platform profile changed since: the old contract is no longer one the operator may deploy.
