@@ -184,6 +184,8 @@ pub enum Exact {
     Deployment,
     /// A Service's selector and ports.
     Service,
+    /// Nothing beyond [`differs`]: an HPA's lists (metrics) have no merge key, so they are compared whole there.
+    HorizontalPodAutoscaler,
 }
 
 /// Extra fields in the parts the platform owns exactly (see docs/design.md, "exact and merged"), in an order that is
@@ -239,6 +241,7 @@ pub fn extras(which: Exact, desired: &Value, live: &Value) -> Vec<Extra> {
                 );
             }
         }
+        Exact::HorizontalPodAutoscaler => {}
         Exact::Service => {
             let want = &desired["spec"]["selector"];
             for key in live["spec"]["selector"].as_object().into_iter().flat_map(|m| m.keys()) {

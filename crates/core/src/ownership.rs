@@ -15,6 +15,8 @@ use crate::desired::{HANDOVER_ANNOTATION, LABEL_MANAGED_BY, MANAGER};
 pub enum ChildKind {
     Deployment,
     Service,
+    /// Only while the Microservice is autoscaled.
+    HorizontalPodAutoscaler,
 }
 
 impl ChildKind {
@@ -22,6 +24,7 @@ impl ChildKind {
         match self {
             ChildKind::Deployment => "Deployment",
             ChildKind::Service => "Service",
+            ChildKind::HorizontalPodAutoscaler => "HorizontalPodAutoscaler",
         }
     }
 
@@ -30,6 +33,7 @@ impl ChildKind {
         match self {
             ChildKind::Deployment => "deployments",
             ChildKind::Service => "services",
+            ChildKind::HorizontalPodAutoscaler => "horizontalpodautoscalers",
         }
     }
 }

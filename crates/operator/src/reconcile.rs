@@ -4,8 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
@@ -18,7 +19,7 @@ use crate::events::{Event, EventType};
 use crate::metrics::ChildLabels;
 use microservice_core::contract::{self, Contract};
 use microservice_core::crd::{AcceptedContract, Microservice, MicroserviceSpec, MicroserviceStatus};
-use microservice_core::desired::{HANDOVER_ANNOTATION, MANAGER, desired_deployment, desired_service};
+use microservice_core::desired::{HANDOVER_ANNOTATION, MANAGER, desired_deployment, desired_hpa, desired_service};
 use microservice_core::drift;
 use microservice_core::ownership::{
     ChildKind, Conflict, Ownership, conflict, handover_cleanup_patch, ownership, ownership_upgrade_patch,
@@ -114,6 +115,7 @@ async fn converge(ms: &Microservice, ctx: &Context) -> Result<Action> {
         let desired = desired_service(ms, &ctx.profile)?;
         let live = ctx.services.get(&namespace, &name);
         let service = converge_child(ms, ctx, &ctx.services, desired, live, &previous, &mut report).await?;
+        converge_autoscaler(ms, ctx, valid, &namespace, &name, &previous, &mut report).await?;
         Ok::<_, Error>((deployment.map(|d| d.to_deployment()), service.map(|s| s.to_service())))
     }
     .await;
@@ -165,6 +167,7 @@ async fn keep_last_accepted(
         let desired = desired_service(&accepted, &ctx.profile)?;
         let live = ctx.services.get(namespace, name);
         converge_child(&accepted, ctx, &ctx.services, desired, live, &acted, &mut report).await?;
+        converge_autoscaler(&accepted, ctx, &contract, namespace, name, &acted, &mut report).await?;
         Ok::<_, Error>(())
     }
     .await;
@@ -233,6 +236,45 @@ async fn converge_deployment(
         }
     }
     converge_child(ms, ctx, &ctx.deployments, desired, live, previous, report).await
+}
+
+/// The HorizontalPodAutoscaler while the contract is autoscaled, converged like any child. Otherwise the one this
+/// Microservice controls (and only that one) is deleted: with the fixed count applied again to the Deployment,
+/// nothing else may scale it, or the two would fight.
+async fn converge_autoscaler(
+    ms: &Microservice,
+    ctx: &Context,
+    contract: &Contract,
+    namespace: &str,
+    name: &str,
+    previous: &MicroserviceStatus,
+    report: &mut Report,
+) -> Result<()> {
+    let live = ctx.hpas.get(namespace, name);
+    if let Some(bounds) = contract.scaling.autoscaling() {
+        let desired = desired_hpa(ms, &bounds, &ctx.profile)?;
+        converge_child(ms, ctx, &ctx.hpas, desired, live, previous, report).await?;
+        return Ok(());
+    }
+    let Some(live) = live else { return Ok(()) };
+    if ownership(ms, Some(&live.meta.object_meta())) != Ownership::Owned {
+        // Someone else's HPA of that name: not the operator's to delete (nor, while not autoscaled, to report).
+        return Ok(());
+    }
+    let kind = ChildKind::HorizontalPodAutoscaler;
+    let api: Api<HorizontalPodAutoscaler> = Api::namespaced(ctx.client.clone(), namespace);
+    // The uid precondition: a same-name HPA made since the cache saw ours is left alone.
+    let preconditions = Preconditions { uid: Some(live.meta.uid.clone()), resource_version: None };
+    match api.delete(name, &DeleteParams { preconditions: Some(preconditions), ..DeleteParams::default() }).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(status)) if status.code == 404 => return Ok(()),
+        Err(e) => return Err(Error::api(format!("delete {kind} {name}"), e)),
+    }
+    ctx.metrics.wrote(kind.resource(), "delete");
+    let note = format!("deleted {kind} {name}: autoscaling is off, the spec's replicas apply");
+    info!(child = kind.as_str(), "{note}");
+    report.did(Reason::Updated.as_str(), kind, note);
+    Ok(())
 }
 
 /// Creates, repairs, adopts or leaves alone one child. Returns the child as last seen (None when it belongs to
