@@ -426,16 +426,56 @@ async fn prepare<K: Child>(
         }
         ops.extend(drift::removal_ops(&extras));
     }
-    if ops.is_empty() {
+    if !ops.is_empty() {
+        let patch: json_patch::Patch = serde_json::from_value(Value::Array(ops))
+            .map_err(|source| Error::Serialize { what: "a JSON patch", source })?;
+        let params = PatchParams { field_manager: Some(MANAGER.to_string()), ..PatchParams::default() };
+        api.patch(name, &params, &Patch::<()>::Json(patch))
+            .await
+            .map_err(|e| Error::guarded(format!("take over the fields of {kind} {name}"), e))?;
+        ctx.metrics.wrote(kind.resource(), "patch");
+    }
+    hand_over_replicas(ctx, api, name, desired, kind, &live).await
+}
+
+/// Field manager that holds a Deployment's `spec.replicas` between the operator releasing it (autoscaling turned
+/// on) and the HorizontalPodAutoscaler's first scale, which takes it over.
+pub const REPLICAS_HANDOVER_MANAGER: &str = "microservice-operator-replicas-handover";
+
+/// When the desired object stops setting `spec.replicas` (autoscaling turned on) while the operator owns it: the
+/// apply would release a field only the operator owns, and the server would reset it to its default (1 pod). An
+/// apply of the live count under [`REPLICAS_HANDOVER_MANAGER`] first keeps it until the HPA (or `kubectl scale`)
+/// sets it; the operator's later applies force it back when autoscaling ends.
+async fn hand_over_replicas<K: Child>(
+    ctx: &Context,
+    api: &Api<K>,
+    name: &str,
+    desired: &K,
+    kind: ChildKind,
+    live: &K,
+) -> Result<()> {
+    let (want, have) = (to_value(desired)?, to_value(live)?);
+    let Some(replicas) = have.pointer("/spec/replicas").filter(|r| !r.is_null()) else { return Ok(()) };
+    if want.pointer("/spec/replicas").is_some_and(|r| !r.is_null()) {
         return Ok(());
     }
-    let patch: json_patch::Patch = serde_json::from_value(Value::Array(ops))
-        .map_err(|source| Error::Serialize { what: "a JSON patch", source })?;
-    let params = PatchParams { field_manager: Some(MANAGER.to_string()), ..PatchParams::default() };
-    api.patch(name, &params, &Patch::<()>::Json(patch))
+    let ours = live.meta().managed_fields.iter().flatten().any(|entry| {
+        entry.manager.as_deref() == Some(MANAGER)
+            && entry.fields_v1.as_ref().is_some_and(|f| f.0.pointer("/f:spec/f:replicas").is_some())
+    });
+    if !ours {
+        return Ok(());
+    }
+    let partial = json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "metadata": {"name": name},
+        "spec": {"replicas": replicas},
+    });
+    api.patch(name, &PatchParams::apply(REPLICAS_HANDOVER_MANAGER), &Patch::Apply(&partial))
         .await
-        .map_err(|e| Error::guarded(format!("take over the fields of {kind} {name}"), e))?;
-    ctx.metrics.wrote(kind.resource(), "patch");
+        .map_err(|e| Error::api(format!("hand the replicas of {kind} {name} over"), e))?;
+    ctx.metrics.wrote(kind.resource(), "apply");
     Ok(())
 }
 

@@ -66,4 +66,18 @@ async fn an_autoscaled_microservice_leaves_replicas_to_its_hpa_and_takes_them_ba
     h.wait_for("todo-api", "Ready at 2/2 for generation 2", |ms| ready_at(ms, "2/2")).await;
     let replicas = h.deployments().get("todo-api").await.unwrap().spec.and_then(|s| s.replicas);
     assert_eq!(replicas, Some(2));
+
+    // On again: the operator releases the count it owned without the server resetting it to 1 pod.
+    let on = json!({"spec": {"replicas": null, "autoscaling": {"minReplicas": 1, "maxReplicas": 5}}});
+    h.microservices().patch("todo-api", &PatchParams::default(), &Patch::Merge(&on)).await.unwrap();
+    h.eventually("the HPA again", || async { hpas.get_opt("todo-api").await.ok().flatten() }).await;
+    let ms = h.wait_for("todo-api", "Ready at 2/2 for generation 3", |ms| ready_at(ms, "2/2")).await;
+    assert_eq!(ms.metadata.generation, Some(3));
+    let live = h.deployments().get("todo-api").await.unwrap();
+    assert_eq!(live.spec.as_ref().and_then(|s| s.replicas), Some(2), "the count is kept, not reset");
+    let operator_owns_replicas = live.metadata.managed_fields.iter().flatten().any(|f| {
+        f.manager.as_deref() == Some("microservice-operator")
+            && f.fields_v1.as_ref().is_some_and(|v| v.0.pointer("/f:spec/f:replicas").is_some())
+    });
+    assert!(!operator_owns_replicas, "the operator no longer owns spec.replicas: {:?}", live.metadata.managed_fields);
 }
