@@ -18,7 +18,7 @@ impl Want {
     /// None for a spec the platform contract refuses (nothing is rolled out for it).
     pub fn of(ms: &Microservice, profile: &PlatformProfile) -> Option<Want> {
         let c = contract::validate_object(ms, profile).ok()?;
-        Some(Want { image: c.image, replicas: i64::from(c.replicas) })
+        Some(Want { image: c.image, replicas: i64::from(c.scaling.floor()) })
     }
 }
 

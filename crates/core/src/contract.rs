@@ -3,9 +3,9 @@
 
 use thiserror::Error;
 
-use crate::crd::{Microservice, MicroserviceSpec};
+use crate::crd::{Autoscaling, Microservice, MicroserviceSpec};
 use crate::image::ImageReference;
-use crate::profile::{MAX_PORT, MAX_REPLICAS, MIN_PORT, MIN_REPLICAS, PlatformProfile};
+use crate::profile::{DEFAULT_CPU_UTILIZATION, MAX_PORT, MAX_REPLICAS, MIN_PORT, MIN_REPLICAS, PlatformProfile};
 pub use crate::reason::Reason;
 use crate::wording;
 
@@ -18,7 +18,52 @@ pub struct Contract {
     /// What the workload reports as `service.version`: the tag, else the digest.
     pub version: String,
     pub port: i32,
-    pub replicas: i32,
+    pub scaling: Scaling,
+}
+
+/// Who decides the number of pods.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scaling {
+    /// The operator: the Deployment's `spec.replicas` is applied as this.
+    Fixed(i32),
+    /// A HorizontalPodAutoscaler within these bounds: the operator leaves the Deployment's `spec.replicas` alone.
+    Autoscaled(AutoscalingBounds),
+}
+
+/// `spec.autoscaling` with its defaults filled in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AutoscalingBounds {
+    pub min_replicas: i32,
+    pub max_replicas: i32,
+    pub target_cpu_utilization_percentage: i32,
+}
+
+impl Scaling {
+    /// The fixed count, or the autoscaler's minimum (what a last accepted contract records as `replicas`).
+    pub fn floor(self) -> i32 {
+        match self {
+            Scaling::Fixed(n) => n,
+            Scaling::Autoscaled(b) => b.min_replicas,
+        }
+    }
+
+    pub fn autoscaling(self) -> Option<AutoscalingBounds> {
+        match self {
+            Scaling::Fixed(_) => None,
+            Scaling::Autoscaled(b) => Some(b),
+        }
+    }
+}
+
+impl AutoscalingBounds {
+    /// The spec's form, defaults written out (what a last accepted contract records).
+    pub fn to_spec(self) -> Autoscaling {
+        Autoscaling {
+            min_replicas: Some(self.min_replicas),
+            max_replicas: self.max_replicas,
+            target_cpu_utilization_percentage: Some(self.target_cpu_utilization_percentage),
+        }
+    }
 }
 
 /// One broken rule. `message` says what is wrong and what to write instead.
@@ -63,8 +108,13 @@ pub fn validate(spec: &MicroserviceSpec, profile: &PlatformProfile) -> Result<Co
             ),
         });
     }
-    let replicas = spec.replicas.unwrap_or(profile.default_replicas);
-    if !(MIN_REPLICAS..=MAX_REPLICAS).contains(&replicas) {
+    let scaling = match &spec.autoscaling {
+        Some(autoscaling) => check_autoscaling(spec, autoscaling, &mut violations),
+        None => Scaling::Fixed(spec.replicas.unwrap_or(profile.default_replicas)),
+    };
+    if let Scaling::Fixed(replicas) = scaling
+        && !(MIN_REPLICAS..=MAX_REPLICAS).contains(&replicas)
+    {
         violations.push(Violation {
             reason: Reason::ReplicasOutOfRange,
             field: "spec.replicas",
@@ -81,10 +131,59 @@ pub fn validate(spec: &MicroserviceSpec, profile: &PlatformProfile) -> Result<Co
     }
     match image {
         Some((image, reference, version)) if violations.is_empty() => {
-            Ok(Contract { image, reference, version, port: spec.port, replicas })
+            Ok(Contract { image, reference, version, port: spec.port, scaling })
         }
         _ => Err(violations),
     }
+}
+
+/// The autoscaler's bounds with defaults; refusals go to `violations` (the CRD refuses the same, so these speak
+/// only when the CRD's schema was bypassed or is older).
+fn check_autoscaling(spec: &MicroserviceSpec, autoscaling: &Autoscaling, violations: &mut Vec<Violation>) -> Scaling {
+    let bounds = AutoscalingBounds {
+        min_replicas: autoscaling.min_replicas.unwrap_or(MIN_REPLICAS),
+        max_replicas: autoscaling.max_replicas,
+        target_cpu_utilization_percentage: autoscaling
+            .target_cpu_utilization_percentage
+            .unwrap_or(DEFAULT_CPU_UTILIZATION),
+    };
+    if spec.replicas.is_some() {
+        violations.push(Violation {
+            reason: Reason::InvalidAutoscaling,
+            field: "spec.autoscaling",
+            message: wording::SCALING_EXCLUSIVE.to_string(),
+        });
+    }
+    let in_range = |n: i32| (MIN_REPLICAS..=MAX_REPLICAS).contains(&n);
+    if !in_range(bounds.min_replicas) || !in_range(bounds.max_replicas) || bounds.min_replicas > bounds.max_replicas {
+        violations.push(Violation {
+            reason: Reason::InvalidAutoscaling,
+            field: "spec.autoscaling",
+            message: wording::render(
+                wording::AUTOSCALING_OUT_OF_RANGE,
+                &[
+                    ("min", &bounds.min_replicas.to_string()),
+                    ("max", &bounds.max_replicas.to_string()),
+                    ("low", &MIN_REPLICAS.to_string()),
+                    ("high", &MAX_REPLICAS.to_string()),
+                ],
+            ),
+        });
+    }
+    if !(1..=100).contains(&bounds.target_cpu_utilization_percentage) {
+        violations.push(Violation {
+            reason: Reason::InvalidAutoscaling,
+            field: "spec.autoscaling.targetCPUUtilizationPercentage",
+            message: wording::render(
+                wording::CPU_TARGET_OUT_OF_RANGE,
+                &[
+                    ("target", &bounds.target_cpu_utilization_percentage.to_string()),
+                    ("default", &DEFAULT_CPU_UTILIZATION.to_string()),
+                ],
+            ),
+        });
+    }
+    Scaling::Autoscaled(bounds)
 }
 
 /// [`validate`] plus the rules on the object's name: the Service is named like the Microservice, and Service
@@ -202,7 +301,43 @@ mod tests {
     const SHA: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
     fn spec(image: &str, port: i32, replicas: Option<i32>) -> MicroserviceSpec {
-        MicroserviceSpec { image: image.to_string(), port, replicas }
+        MicroserviceSpec { image: image.to_string(), port, replicas, autoscaling: None }
+    }
+
+    fn autoscaled(min: Option<i32>, max: i32, cpu: Option<i32>) -> MicroserviceSpec {
+        let autoscaling = Autoscaling { min_replicas: min, max_replicas: max, target_cpu_utilization_percentage: cpu };
+        MicroserviceSpec { autoscaling: Some(autoscaling), ..spec("ghcr.io/example/todo-api:1.4.2", 8080, None) }
+    }
+
+    #[test]
+    fn autoscaling_replaces_the_fixed_count_with_defaulted_bounds() {
+        let profile = PlatformProfile::default();
+        let contract = validate(&autoscaled(None, 5, None), &profile).unwrap();
+        let bounds = AutoscalingBounds { min_replicas: 1, max_replicas: 5, target_cpu_utilization_percentage: 80 };
+        assert_eq!(contract.scaling, Scaling::Autoscaled(bounds));
+        assert_eq!(contract.scaling.floor(), 1);
+        let contract = validate(&autoscaled(Some(3), 3, Some(50)), &profile).unwrap();
+        assert_eq!(
+            contract.scaling.autoscaling().map(|b| (b.min_replicas, b.target_cpu_utilization_percentage)),
+            Some((3, 50))
+        );
+    }
+
+    #[test]
+    fn autoscaling_with_replicas_or_bad_bounds_is_refused() {
+        let profile = PlatformProfile::default();
+        let both = MicroserviceSpec { replicas: Some(2), ..autoscaled(None, 5, None) };
+        let violations = validate(&both, &profile).unwrap_err();
+        assert_eq!(violations.iter().map(|v| v.reason).collect::<Vec<_>>(), [Reason::InvalidAutoscaling]);
+        assert!(violations[0].message.contains("remove spec.replicas"), "{}", violations[0].message);
+        for bad in [
+            autoscaled(Some(4), 3, None),
+            autoscaled(Some(0), 3, None),
+            autoscaled(None, 21, None),
+            autoscaled(None, 3, Some(0)),
+        ] {
+            assert_eq!(reasons(validate(&bad, &profile)), [Reason::InvalidAutoscaling], "{bad:?}");
+        }
     }
 
     fn reasons(result: Result<Contract, Vec<Violation>>) -> Vec<Reason> {
@@ -240,7 +375,7 @@ mod tests {
             assert_eq!(contract.image, image);
             assert_eq!(contract.version, version, "{image}");
             assert_eq!(contract.port, 8080);
-            assert_eq!(contract.replicas, 2, "the profile default applies when replicas is absent");
+            assert_eq!(contract.scaling, Scaling::Fixed(2), "the profile default applies when replicas is absent");
         }
     }
 

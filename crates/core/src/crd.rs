@@ -103,11 +103,39 @@ pub struct MicroserviceSpec {
     /// Port the application listens on inside the container (unprivileged: 1024-65535).
     #[schemars(range(min = 1024, max = 65535))]
     pub port: i32,
-    /// Number of pods. When absent the platform decides (2 by default).
+    /// Number of pods. When absent the platform decides (2 by default). Exclusive with `autoscaling`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 20))]
     pub replicas: Option<i32>,
+    /// Let a HorizontalPodAutoscaler scale the pods between these bounds on CPU use. Exclusive with `replicas`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autoscaling: Option<Autoscaling>,
 }
+
+/// Bounds and target of the HorizontalPodAutoscaler the operator creates for a Microservice.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Autoscaling {
+    /// The fewest pods (1 by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 20))]
+    pub min_replicas: Option<i32>,
+    /// The most pods.
+    #[schemars(range(min = 1, max = 20))]
+    pub max_replicas: i32,
+    /// Average CPU use, in percent of the pods' CPU request, the autoscaler aims for (80 by default).
+    // Spelled as autoscaling/v1's field, which people know.
+    #[serde(default, rename = "targetCPUUtilizationPercentage", skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100))]
+    pub target_cpu_utilization_percentage: Option<i32>,
+}
+
+/// The CRD's rule refusing both `spec.replicas` and `spec.autoscaling`: two owners of one number would fight.
+pub const EXCLUSIVE_SCALING_RULE: &str = "!(has(self.replicas) && has(self.autoscaling))";
+pub const EXCLUSIVE_SCALING_MESSAGE: &str = crate::wording::SCALING_EXCLUSIVE;
+/// The CRD's rule on `spec.autoscaling`: the bounds are in order.
+pub const AUTOSCALING_BOUNDS_RULE: &str = "!has(self.minReplicas) || self.minReplicas <= self.maxReplicas";
+pub const AUTOSCALING_BOUNDS_MESSAGE: &str = "spec.autoscaling.minReplicas must not exceed maxReplicas";
 
 /// What the operator observed, for the generation in `observedGeneration`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -146,7 +174,11 @@ pub struct AcceptedContract {
     pub generation: i64,
     pub image: String,
     pub port: i32,
+    /// The fixed number of pods; with `autoscaling`, the autoscaler's minimum.
     pub replicas: i32,
+    /// The autoscaler's bounds, defaults filled in, when the HorizontalPodAutoscaler scales.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autoscaling: Option<Autoscaling>,
 }
 
 /// The one-word summary a query tool shows.
@@ -242,15 +274,17 @@ pub fn crd() -> CustomResourceDefinition {
     for version in &mut crd.spec.versions {
         let Some(root) = version.schema.as_mut().and_then(|s| s.open_api_v3_schema.as_mut()) else { continue };
         root.x_kubernetes_validations = Some(vec![rule(NAME_RULE.into(), NAME_RULE_MESSAGE.into())]);
-        let image = root
-            .properties
-            .as_mut()
-            .and_then(|p| p.get_mut("spec"))
-            .and_then(|spec| spec.properties.as_mut())
-            .and_then(|p| p.get_mut("image"));
-        if let Some(image) = image {
+        let Some(spec) = root.properties.as_mut().and_then(|p| p.get_mut("spec")) else { continue };
+        spec.x_kubernetes_validations =
+            Some(vec![rule(EXCLUSIVE_SCALING_RULE.into(), EXCLUSIVE_SCALING_MESSAGE.into())]);
+        let Some(fields) = spec.properties.as_mut() else { continue };
+        if let Some(image) = fields.get_mut("image") {
             image.x_kubernetes_validations =
                 Some(image_rules().into_iter().map(|(expression, message)| rule(expression, message)).collect());
+        }
+        if let Some(autoscaling) = fields.get_mut("autoscaling") {
+            autoscaling.x_kubernetes_validations =
+                Some(vec![rule(AUTOSCALING_BOUNDS_RULE.into(), AUTOSCALING_BOUNDS_MESSAGE.into())]);
         }
     }
     crd

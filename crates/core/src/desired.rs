@@ -5,6 +5,10 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment};
+use k8s_openapi::api::autoscaling::v2::{
+    CrossVersionObjectReference, HorizontalPodAutoscaler, HorizontalPodAutoscalerSpec, MetricSpec, MetricTarget,
+    ResourceMetricSource,
+};
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource, HTTPGetAction,
     ObjectFieldSelector, PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, SeccompProfile,
@@ -16,7 +20,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::Resource;
 use thiserror::Error;
 
-use crate::contract::Contract;
+use crate::contract::{AutoscalingBounds, Contract, Scaling};
 use crate::crd::Microservice;
 use crate::profile::{CpuMemory, HttpProbe, PlatformProfile, is_label_value};
 
@@ -171,7 +175,12 @@ pub fn desired_deployment(
     let mut deployment = Deployment {
         metadata,
         spec: Some(DeploymentSpec {
-            replicas: Some(contract.replicas),
+            // Autoscaled: left out, so the apply releases the field to the HorizontalPodAutoscaler (which owns it
+            // once it scales); a fixed count is applied, which also takes the field back when autoscaling ends.
+            replicas: match contract.scaling {
+                Scaling::Fixed(n) => Some(n),
+                Scaling::Autoscaled(_) => None,
+            },
             selector: LabelSelector { match_labels: Some(selector_labels(ms)?), ..LabelSelector::default() },
             // Old pods keep serving until a new one is ready: never below the desired count, one extra at a time.
             strategy: Some(DeploymentStrategy {
@@ -229,6 +238,43 @@ pub fn desired_service(ms: &Microservice, profile: &PlatformProfile) -> Result<S
     };
     stamp_digest(&mut service);
     Ok(service)
+}
+
+/// The HorizontalPodAutoscaler of an autoscaled Microservice: named like it, scaling its Deployment on CPU.
+pub fn desired_hpa(
+    ms: &Microservice,
+    bounds: &AutoscalingBounds,
+    profile: &PlatformProfile,
+) -> Result<HorizontalPodAutoscaler, DesiredError> {
+    let name = ms.metadata.name.clone().ok_or(DesiredError::MissingMetadata("metadata.name"))?;
+    let mut hpa = HorizontalPodAutoscaler {
+        metadata: child_metadata(ms, common_labels(ms, profile)?)?,
+        spec: Some(HorizontalPodAutoscalerSpec {
+            scale_target_ref: CrossVersionObjectReference {
+                api_version: Some("apps/v1".to_string()),
+                kind: "Deployment".to_string(),
+                name,
+            },
+            min_replicas: Some(bounds.min_replicas),
+            max_replicas: bounds.max_replicas,
+            metrics: Some(vec![MetricSpec {
+                type_: "Resource".to_string(),
+                resource: Some(ResourceMetricSource {
+                    name: "cpu".to_string(),
+                    target: MetricTarget {
+                        type_: "Utilization".to_string(),
+                        average_utilization: Some(bounds.target_cpu_utilization_percentage),
+                        ..MetricTarget::default()
+                    },
+                }),
+                ..MetricSpec::default()
+            }]),
+            behavior: None,
+        }),
+        status: None,
+    };
+    stamp_digest(&mut hpa);
+    Ok(hpa)
 }
 
 /// OpenTelemetry SDK configuration. The pod and node names come from the downward API and are referenced with
@@ -298,11 +344,42 @@ fn runtime_default_seccomp() -> SeccompProfile {
 mod tests {
     use super::*;
     use crate::contract::validate;
-    use crate::crd::MicroserviceSpec;
+    use crate::crd::{Autoscaling, MicroserviceSpec};
+
+    fn spec() -> MicroserviceSpec {
+        MicroserviceSpec { image: String::new(), port: 8080, replicas: None, autoscaling: None }
+    }
+
+    #[test]
+    fn autoscaled_deployments_leave_replicas_to_the_hpa() {
+        let profile = PlatformProfile::default();
+        let mut ms = microservice("ghcr.io/example/todo-api:1.4.2");
+        let fixed = validate(&ms.spec, &profile).unwrap();
+        let replicas =
+            |ms: &Microservice, c: &Contract| desired_deployment(ms, c, &profile).unwrap().spec.unwrap().replicas;
+        assert_eq!(replicas(&ms, &fixed), Some(2));
+        ms.spec.autoscaling =
+            Some(Autoscaling { min_replicas: Some(2), max_replicas: 6, target_cpu_utilization_percentage: None });
+        let contract = validate(&ms.spec, &profile).unwrap();
+        assert_eq!(replicas(&ms, &contract), None, "an autoscaled Deployment's replicas are not applied");
+        let Some(bounds) = contract.scaling.autoscaling() else { panic!("not autoscaled: {contract:?}") };
+        let hpa = desired_hpa(&ms, &bounds, &profile).unwrap();
+        let owners = hpa.metadata.owner_references.clone().unwrap();
+        assert_eq!((owners[0].kind.as_str(), owners[0].controller), ("Microservice", Some(true)));
+        assert_eq!(hpa.metadata.name.as_deref(), Some("todo-api"));
+        let spec = hpa.spec.unwrap();
+        assert_eq!(
+            (spec.scale_target_ref.kind.as_str(), spec.scale_target_ref.name.as_str()),
+            ("Deployment", "todo-api")
+        );
+        assert_eq!((spec.min_replicas, spec.max_replicas), (Some(2), 6));
+        let metric = spec.metrics.unwrap().remove(0);
+        let target = metric.resource.unwrap();
+        assert_eq!((target.name.as_str(), target.target.average_utilization), ("cpu", Some(80)));
+    }
 
     fn microservice(image: &str) -> Microservice {
-        let mut ms =
-            Microservice::new("todo-api", MicroserviceSpec { image: image.into(), port: 8080, replicas: None });
+        let mut ms = Microservice::new("todo-api", MicroserviceSpec { image: image.into(), port: 8080, ..spec() });
         ms.metadata.namespace = Some("todo".into());
         ms.metadata.uid = Some("0b7e1f3c-2d4a-4c55-9a8e-3f1d2c4b5a69".into());
         ms.metadata.generation = Some(3);

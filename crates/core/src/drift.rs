@@ -184,6 +184,8 @@ pub enum Exact {
     Deployment,
     /// A Service's selector and ports.
     Service,
+    /// Nothing beyond [`differs`]: an HPA's lists (metrics) have no merge key, so they are compared whole there.
+    HorizontalPodAutoscaler,
 }
 
 /// Extra fields in the parts the platform owns exactly (see docs/design.md, "exact and merged"), in an order that is
@@ -239,6 +241,7 @@ pub fn extras(which: Exact, desired: &Value, live: &Value) -> Vec<Extra> {
                 );
             }
         }
+        Exact::HorizontalPodAutoscaler => {}
         Exact::Service => {
             let want = &desired["spec"]["selector"];
             for key in live["spec"]["selector"].as_object().into_iter().flat_map(|m| m.keys()) {
@@ -318,7 +321,12 @@ mod tests {
     use crate::profile::PlatformProfile;
 
     fn desired() -> (Value, Value) {
-        let spec = MicroserviceSpec { image: "ghcr.io/example/todo-api:1.4.2".into(), port: 8080, replicas: Some(2) };
+        let spec = MicroserviceSpec {
+            image: "ghcr.io/example/todo-api:1.4.2".into(),
+            port: 8080,
+            replicas: Some(2),
+            autoscaling: None,
+        };
         let mut ms = Microservice::new("todo-api", spec);
         ms.metadata.namespace = Some("todo".into());
         ms.metadata.uid = Some("u-1".into());
@@ -376,6 +384,43 @@ mod tests {
         assert_eq!(diff, ["spec.ports[port=80/TCP].protocol"], "a dropped managed field is reported");
         live_service["spec"]["ports"][0]["protocol"] = json!("TCP");
         assert!(differs(&service, &live_service).is_empty());
+    }
+
+    #[test]
+    fn autoscaled_replicas_are_not_drift_but_hpa_edits_are() {
+        let mut ms = Microservice::new(
+            "todo-api",
+            MicroserviceSpec {
+                image: "ghcr.io/example/todo-api:1.4.2".into(),
+                port: 8080,
+                replicas: None,
+                autoscaling: Some(crate::crd::Autoscaling {
+                    min_replicas: None,
+                    max_replicas: 4,
+                    target_cpu_utilization_percentage: None,
+                }),
+            },
+        );
+        ms.metadata.namespace = Some("todo".into());
+        ms.metadata.uid = Some("u-1".into());
+        ms.metadata.generation = Some(1);
+        let profile = PlatformProfile::default();
+        let contract = validate(&ms.spec, &profile).unwrap();
+        let deployment = serde_json::to_value(desired_deployment(&ms, &contract, &profile).unwrap()).unwrap();
+        let mut live = server_defaulted_deployment(&deployment);
+        live["spec"]["replicas"] = json!(3);
+        assert!(differs(&deployment, &live).is_empty(), "a scaled autoscaled Deployment has no drift");
+        let Some(bounds) = contract.scaling.autoscaling() else { panic!("not autoscaled") };
+        let hpa = serde_json::to_value(crate::desired::desired_hpa(&ms, &bounds, &profile).unwrap()).unwrap();
+        let mut live_hpa = hpa.clone();
+        live_hpa["status"] = json!({"currentReplicas": 3, "desiredReplicas": 3});
+        assert!(differs(&hpa, &live_hpa).is_empty());
+        live_hpa["spec"]["maxReplicas"] = json!(10);
+        live_hpa["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] = json!(50);
+        assert_eq!(
+            differs(&hpa, &live_hpa),
+            ["spec.maxReplicas", "spec.metrics[0].resource.target.averageUtilization"]
+        );
     }
 
     #[test]

@@ -27,6 +27,11 @@ impl Reason {
                 "set spec.replicas between 1 and 20, or leave it out for the platform default, and apply again"
                     .to_string()
             }
+            Reason::InvalidAutoscaling => {
+                "set either spec.replicas or spec.autoscaling (not both), with 1 <= minReplicas <= maxReplicas <= 20, \
+                 and apply again"
+                    .to_string()
+            }
             Reason::InvalidName => format!(
                 "names cannot change: delete Microservice {name} and create it again under a name like `todo-api` \
                  (lowercase letters, digits and `-`, starting with a letter, at most 63)"

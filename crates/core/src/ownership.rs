@@ -15,6 +15,8 @@ use crate::desired::{HANDOVER_ANNOTATION, LABEL_MANAGED_BY, MANAGER};
 pub enum ChildKind {
     Deployment,
     Service,
+    /// Only while the Microservice is autoscaled.
+    HorizontalPodAutoscaler,
 }
 
 impl ChildKind {
@@ -22,6 +24,7 @@ impl ChildKind {
         match self {
             ChildKind::Deployment => "Deployment",
             ChildKind::Service => "Service",
+            ChildKind::HorizontalPodAutoscaler => "HorizontalPodAutoscaler",
         }
     }
 
@@ -30,6 +33,7 @@ impl ChildKind {
         match self {
             ChildKind::Deployment => "deployments",
             ChildKind::Service => "services",
+            ChildKind::HorizontalPodAutoscaler => "horizontalpodautoscalers",
         }
     }
 }
@@ -264,7 +268,12 @@ mod tests {
     const UID: &str = "11111111-2222-4333-8444-555555555555";
 
     fn ms() -> Microservice {
-        let spec = MicroserviceSpec { image: "ghcr.io/example/todo-api:1".into(), port: 8080, replicas: None };
+        let spec = MicroserviceSpec {
+            image: "ghcr.io/example/todo-api:1".into(),
+            port: 8080,
+            replicas: None,
+            autoscaling: None,
+        };
         let mut ms = Microservice::new("todo-api", spec);
         ms.metadata.namespace = Some("todo".into());
         ms.metadata.uid = Some(UID.into());

@@ -9,6 +9,8 @@ use crate::image::{ImageRefError, normalize_repository};
 /// Bounds of `spec.replicas`, shared by the CRD schema and the contract.
 pub const MIN_REPLICAS: i32 = 1;
 pub const MAX_REPLICAS: i32 = 20;
+/// The HorizontalPodAutoscaler's CPU target when `spec.autoscaling` names none (percent of the CPU request).
+pub const DEFAULT_CPU_UTILIZATION: i32 = 80;
 /// Bounds of `spec.port`: the container listens unprivileged.
 pub const MIN_PORT: i32 = 1024;
 pub const MAX_PORT: i32 = 65535;

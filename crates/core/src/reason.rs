@@ -19,6 +19,8 @@ pub enum Reason {
     PortReserved,
     ReplicasOutOfRange,
     InvalidName,
+    /// `spec.autoscaling` set with `spec.replicas`, or its bounds out of order or range.
+    InvalidAutoscaling,
     // Condition reasons of the computed status.
     Accepted,
     InvalidSpec,
@@ -53,11 +55,11 @@ pub enum Reason {
 pub struct UnknownReason(pub String);
 
 impl Reason {
-    /// The contract's refusal reasons: the first eight of [`Reason::ALL`].
-    pub const CONTRACT: &'static [Reason] = Reason::ALL.split_at(8).0;
+    /// The contract's refusal reasons: the first nine of [`Reason::ALL`].
+    pub const CONTRACT: &'static [Reason] = Reason::ALL.split_at(9).0;
 
     /// Every reason, the contract's refusals first, e.g. to check that the names are distinct.
-    pub const ALL: [Reason; 29] = [
+    pub const ALL: [Reason; 30] = [
         Reason::InvalidImageReference,
         Reason::MissingTag,
         Reason::MutableTag,
@@ -66,6 +68,7 @@ impl Reason {
         Reason::PortReserved,
         Reason::ReplicasOutOfRange,
         Reason::InvalidName,
+        Reason::InvalidAutoscaling,
         Reason::Accepted,
         Reason::InvalidSpec,
         Reason::Creating,
@@ -99,6 +102,7 @@ impl Reason {
             Reason::PortReserved => "PortReserved",
             Reason::ReplicasOutOfRange => "ReplicasOutOfRange",
             Reason::InvalidName => "InvalidName",
+            Reason::InvalidAutoscaling => "InvalidAutoscaling",
             Reason::Accepted => "Accepted",
             Reason::InvalidSpec => "InvalidSpec",
             Reason::Creating => "Creating",

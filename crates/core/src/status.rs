@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
-use crate::contract::{Contract, Violation, summarize};
+use crate::contract::{AutoscalingBounds, Contract, Scaling, Violation, summarize};
 use crate::crd::{
     AcceptedContract, Condition, ConditionStatus, ConditionType, Microservice, MicroserviceStatus, Phase,
 };
@@ -90,7 +90,10 @@ pub fn compute_status(
     let ready_replicas = ours.map(|_| observed.and_then(|s| s.ready_replicas).unwrap_or(0));
     let replicas = ours.map(|_| observed.and_then(|s| s.replicas).unwrap_or(0));
     let desired_replicas = match contract {
-        Ok(contract) => Some(contract.replicas),
+        Ok(contract) => match contract.scaling {
+            Scaling::Fixed(n) => Some(n),
+            Scaling::Autoscaled(_) => ours.map(own_desired_count),
+        },
         Err(_) => ours.and_then(|d| d.spec.as_ref()).and_then(|s| s.replicas),
     };
     let image = match &outcome {
@@ -120,7 +123,12 @@ fn rollout_outcome<'a>(
     namespace: &str,
     name: &str,
 ) -> Outcome<'a> {
-    let rollout = Rollout::of(d, generation, contract.replicas);
+    // Autoscaled, the count is the HorizontalPodAutoscaler's (or a `kubectl scale`'s): the Deployment's own.
+    let desired = match contract.scaling {
+        Scaling::Fixed(n) => n,
+        Scaling::Autoscaled(_) => own_desired_count(d),
+    };
+    let rollout = Rollout::of(d, generation, desired);
     if let Some(detail) = rollout.deadline_exceeded(d) {
         Outcome::DeadlineExceeded(format!("generation {generation_text} {detail}"))
     } else if !rollout.complete() && d.spec.as_ref().and_then(|s| s.paused) == Some(true) {
@@ -135,6 +143,11 @@ fn rollout_outcome<'a>(
         let image = rolled_out_image(d).unwrap_or_else(|| contract.image.clone());
         if service_exists { Outcome::Complete(image) } else { Outcome::ServiceMissing(image) }
     }
+}
+
+/// The Deployment's own `spec.replicas`; the API server defaults an absent one to 1.
+fn own_desired_count(d: &Deployment) -> i32 {
+    d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
 }
 
 /// (status, reason, message) of a condition.
@@ -221,9 +234,13 @@ pub fn last_accepted(
     previous: &MicroserviceStatus,
 ) -> Option<AcceptedContract> {
     match (contract, generation) {
-        (Ok(c), Some(generation)) => {
-            Some(AcceptedContract { generation, image: c.image.clone(), port: c.port, replicas: c.replicas })
-        }
+        (Ok(c), Some(generation)) => Some(AcceptedContract {
+            generation,
+            image: c.image.clone(),
+            port: c.port,
+            replicas: c.scaling.floor(),
+            autoscaling: c.scaling.autoscaling().map(AutoscalingBounds::to_spec),
+        }),
         _ => previous.last_accepted.clone(),
     }
 }

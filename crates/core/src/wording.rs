@@ -18,6 +18,12 @@ pub const PORT_RESERVED: &str =
     "port {port} is reserved by the platform (reserved: {reserved}); choose another port, e.g. {suggestion}";
 pub const REPLICAS_OUT_OF_RANGE: &str = "replicas {replicas} is outside {min}-{max}; set a number in that range or \
                                          leave replicas out to get the platform default ({default})";
+pub const SCALING_EXCLUSIVE: &str = "spec.replicas and spec.autoscaling are exclusive: remove spec.replicas to let \
+                                     the HorizontalPodAutoscaler scale, or spec.autoscaling to fix the number of pods";
+pub const AUTOSCALING_OUT_OF_RANGE: &str = "autoscaling bounds {min}-{max} are not within {low}-{high} with \
+                                            minReplicas <= maxReplicas; set bounds in that range";
+pub const CPU_TARGET_OUT_OF_RANGE: &str = "CPU target {target}% is outside 1-100; set a percentage of the CPU request, \
+                                           or leave it out for {default}%";
 pub const INVALID_NAME: &str = "name `{name}` cannot name a Service: use at most 63 lowercase letters, digits and \
                                 `-`, starting with a letter and ending with a letter or digit, e.g. `todo-api`";
 
@@ -119,6 +125,9 @@ mod tests {
             PORT_OUT_OF_RANGE,
             PORT_RESERVED,
             REPLICAS_OUT_OF_RANGE,
+            SCALING_EXCLUSIVE,
+            AUTOSCALING_OUT_OF_RANGE,
+            CPU_TARGET_OUT_OF_RANGE,
             INVALID_NAME,
         ] {
             assert_eq!(template.matches('{').count(), template.matches('}').count(), "{template}");

@@ -350,7 +350,12 @@ mod tests {
     fn ms(generation: i64, status: Option<MicroserviceStatus>) -> Microservice {
         let mut ms = Microservice::new(
             "todo-api",
-            MicroserviceSpec { image: "ghcr.io/example/todo-api:1.5.0".into(), port: 8080, replicas: Some(2) },
+            MicroserviceSpec {
+                image: "ghcr.io/example/todo-api:1.5.0".into(),
+                port: 8080,
+                replicas: Some(2),
+                autoscaling: None,
+            },
         );
         ms.metadata.namespace = Some("todo".into());
         ms.metadata.generation = Some(generation);

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStatus};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use kube::api::Api;
@@ -32,7 +33,7 @@ use microservice_core::contract;
 use microservice_core::crd::Microservice;
 use microservice_core::desired::{
     CONTAINER_NAME, DESIRED_DIGEST_ANNOTATION, GENERATION_ANNOTATION, HANDOVER_ANNOTATION, LABEL_MANAGED_BY, MANAGER,
-    desired_deployment, desired_service,
+    desired_deployment, desired_hpa, desired_service,
 };
 use microservice_core::drift::{self, Exact};
 use microservice_core::ownership::ChildKind;
@@ -213,6 +214,12 @@ impl ServiceView {
     }
 }
 
+/// A HorizontalPodAutoscaler as ownership sees it (its drift verdict included).
+#[derive(Clone, Debug)]
+pub struct HpaView {
+    pub meta: ChildMeta,
+}
+
 /// A child kind: how to project it, and its desired object for a Microservice.
 pub trait Child:
     Resource<DynamicType = (), Scope = NamespaceResourceScope>
@@ -269,10 +276,30 @@ impl Child for Service {
     }
 }
 
+impl Child for HorizontalPodAutoscaler {
+    type View = HpaView;
+    const KIND: ChildKind = ChildKind::HorizontalPodAutoscaler;
+    fn view(obj: &Self, verdict: Option<Verdict>) -> HpaView {
+        HpaView { meta: ChildMeta::of(&obj.metadata, verdict) }
+    }
+    fn view_meta(view: &HpaView) -> &ChildMeta {
+        &view.meta
+    }
+    fn view_meta_mut(view: &mut HpaView) -> &mut ChildMeta {
+        &mut view.meta
+    }
+    /// None also when the Microservice is not autoscaled: then no HPA is desired.
+    fn desired(ms: &Microservice, profile: &PlatformProfile) -> Option<Self> {
+        let bounds = contract::validate_object(ms, profile).ok()?.scaling.autoscaling()?;
+        desired_hpa(ms, &bounds, profile).ok()
+    }
+}
+
 pub fn exact(kind: ChildKind) -> Exact {
     match kind {
         ChildKind::Deployment => Exact::Deployment,
         ChildKind::Service => Exact::Service,
+        ChildKind::HorizontalPodAutoscaler => Exact::HorizontalPodAutoscaler,
     }
 }
 

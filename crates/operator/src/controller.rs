@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use futures::{FutureExt, Stream, StreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::Api;
 use kube::runtime::controller::{self, Action, Controller};
@@ -20,7 +21,7 @@ use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
 use crate::backoff::{Backoff, BackoffPolicy};
-use crate::children::{self, ChildCache, DeploymentView, ServiceView};
+use crate::children::{self, ChildCache, DeploymentView, HpaView, ServiceView};
 use crate::connection::scoped_api as api;
 use crate::error::{Class, Error};
 use crate::events::Publisher;
@@ -75,6 +76,7 @@ pub struct Context {
     pub microservices: Store<Microservice>,
     pub deployments: Arc<ChildCache<DeploymentView>>,
     pub services: Arc<ChildCache<ServiceView>>,
+    pub hpas: Arc<ChildCache<HpaView>>,
     pub events: Publisher,
     pub backoff: Backoff,
     pub metrics: Arc<Metrics>,
@@ -263,11 +265,21 @@ pub async fn run_elected(
         health.clone(),
         |_| false,
     );
-    tasks.0.extend([deployment_task, service_task]);
+    // Watched like the other children, so a deleted or edited HPA is repaired at once.
+    let (hpas, hpa_task) = spawn_child_cache::<HorizontalPodAutoscaler>(
+        api(&client, ns),
+        microservices.clone(),
+        config.profile.clone(),
+        triggers.clone(),
+        health.clone(),
+        |_| false,
+    );
+    tasks.0.extend([deployment_task, service_task, hpa_task]);
 
     let synced = async {
         deployments.wait_until_ready().await;
         services.wait_until_ready().await;
+        hpas.wait_until_ready().await;
     };
     tokio::select! {
         () = synced => {}
@@ -278,6 +290,7 @@ pub async fn run_elected(
         microservices = microservices.state().len(),
         deployments = deployments.len(),
         services = services.len(),
+        hpas = hpas.len(),
         "caches synced"
     );
 
@@ -317,6 +330,7 @@ pub async fn run_elected(
         microservices: microservices.clone(),
         deployments,
         services,
+        hpas,
         backoff: Backoff::new(config.backoff),
         metrics,
         // The memo the CR cache task clears is the one reconciles fill.

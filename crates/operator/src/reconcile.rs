@@ -4,8 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
@@ -18,7 +19,7 @@ use crate::events::{Event, EventType};
 use crate::metrics::ChildLabels;
 use microservice_core::contract::{self, Contract};
 use microservice_core::crd::{AcceptedContract, Microservice, MicroserviceSpec, MicroserviceStatus};
-use microservice_core::desired::{HANDOVER_ANNOTATION, MANAGER, desired_deployment, desired_service};
+use microservice_core::desired::{HANDOVER_ANNOTATION, MANAGER, desired_deployment, desired_hpa, desired_service};
 use microservice_core::drift;
 use microservice_core::ownership::{
     ChildKind, Conflict, Ownership, conflict, handover_cleanup_patch, ownership, ownership_upgrade_patch,
@@ -114,6 +115,7 @@ async fn converge(ms: &Microservice, ctx: &Context) -> Result<Action> {
         let desired = desired_service(ms, &ctx.profile)?;
         let live = ctx.services.get(&namespace, &name);
         let service = converge_child(ms, ctx, &ctx.services, desired, live, &previous, &mut report).await?;
+        converge_autoscaler(ms, ctx, valid, &namespace, &name, &previous, &mut report).await?;
         Ok::<_, Error>((deployment.map(|d| d.to_deployment()), service.map(|s| s.to_service())))
     }
     .await;
@@ -144,7 +146,13 @@ async fn keep_last_accepted(
 ) -> Result<()> {
     // The children are built as for that generation: its spec, and its number in the generation annotation.
     let mut accepted = ms.clone();
-    accepted.spec = MicroserviceSpec { image: last.image.clone(), port: last.port, replicas: Some(last.replicas) };
+    accepted.spec = MicroserviceSpec {
+        image: last.image.clone(),
+        port: last.port,
+        // Autoscaled, the bounds come back and the count stays the HorizontalPodAutoscaler's.
+        replicas: last.autoscaling.is_none().then_some(last.replicas),
+        autoscaling: last.autoscaling.clone(),
+    };
     accepted.metadata.generation = Some(last.generation);
     let Ok(contract) = contract::validate_object(&accepted, &ctx.profile) else {
         // The platform profile changed since: the old contract is no longer one the operator may deploy.
@@ -159,6 +167,7 @@ async fn keep_last_accepted(
         let desired = desired_service(&accepted, &ctx.profile)?;
         let live = ctx.services.get(namespace, name);
         converge_child(&accepted, ctx, &ctx.services, desired, live, &acted, &mut report).await?;
+        converge_autoscaler(&accepted, ctx, &contract, namespace, name, &acted, &mut report).await?;
         Ok::<_, Error>(())
     }
     .await;
@@ -227,6 +236,45 @@ async fn converge_deployment(
         }
     }
     converge_child(ms, ctx, &ctx.deployments, desired, live, previous, report).await
+}
+
+/// The HorizontalPodAutoscaler while the contract is autoscaled, converged like any child. Otherwise the one this
+/// Microservice controls (and only that one) is deleted: with the fixed count applied again to the Deployment,
+/// nothing else may scale it, or the two would fight.
+async fn converge_autoscaler(
+    ms: &Microservice,
+    ctx: &Context,
+    contract: &Contract,
+    namespace: &str,
+    name: &str,
+    previous: &MicroserviceStatus,
+    report: &mut Report,
+) -> Result<()> {
+    let live = ctx.hpas.get(namespace, name);
+    if let Some(bounds) = contract.scaling.autoscaling() {
+        let desired = desired_hpa(ms, &bounds, &ctx.profile)?;
+        converge_child(ms, ctx, &ctx.hpas, desired, live, previous, report).await?;
+        return Ok(());
+    }
+    let Some(live) = live else { return Ok(()) };
+    if ownership(ms, Some(&live.meta.object_meta())) != Ownership::Owned {
+        // Someone else's HPA of that name: not the operator's to delete (nor, while not autoscaled, to report).
+        return Ok(());
+    }
+    let kind = ChildKind::HorizontalPodAutoscaler;
+    let api: Api<HorizontalPodAutoscaler> = Api::namespaced(ctx.client.clone(), namespace);
+    // The uid precondition: a same-name HPA made since the cache saw ours is left alone.
+    let preconditions = Preconditions { uid: Some(live.meta.uid.clone()), resource_version: None };
+    match api.delete(name, &DeleteParams { preconditions: Some(preconditions), ..DeleteParams::default() }).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(status)) if status.code == 404 => return Ok(()),
+        Err(e) => return Err(Error::api(format!("delete {kind} {name}"), e)),
+    }
+    ctx.metrics.wrote(kind.resource(), "delete");
+    let note = format!("deleted {kind} {name}: autoscaling is off, the spec's replicas apply");
+    info!(child = kind.as_str(), "{note}");
+    report.did(Reason::Updated.as_str(), kind, note);
+    Ok(())
 }
 
 /// Creates, repairs, adopts or leaves alone one child. Returns the child as last seen (None when it belongs to
@@ -378,16 +426,56 @@ async fn prepare<K: Child>(
         }
         ops.extend(drift::removal_ops(&extras));
     }
-    if ops.is_empty() {
+    if !ops.is_empty() {
+        let patch: json_patch::Patch = serde_json::from_value(Value::Array(ops))
+            .map_err(|source| Error::Serialize { what: "a JSON patch", source })?;
+        let params = PatchParams { field_manager: Some(MANAGER.to_string()), ..PatchParams::default() };
+        api.patch(name, &params, &Patch::<()>::Json(patch))
+            .await
+            .map_err(|e| Error::guarded(format!("take over the fields of {kind} {name}"), e))?;
+        ctx.metrics.wrote(kind.resource(), "patch");
+    }
+    hand_over_replicas(ctx, api, name, desired, kind, &live).await
+}
+
+/// Field manager that holds a Deployment's `spec.replicas` between the operator releasing it (autoscaling turned
+/// on) and the HorizontalPodAutoscaler's first scale, which takes it over.
+pub const REPLICAS_HANDOVER_MANAGER: &str = "microservice-operator-replicas-handover";
+
+/// When the desired object stops setting `spec.replicas` (autoscaling turned on) while the operator owns it: the
+/// apply would release a field only the operator owns, and the server would reset it to its default (1 pod). An
+/// apply of the live count under [`REPLICAS_HANDOVER_MANAGER`] first keeps it until the HPA (or `kubectl scale`)
+/// sets it; the operator's later applies force it back when autoscaling ends.
+async fn hand_over_replicas<K: Child>(
+    ctx: &Context,
+    api: &Api<K>,
+    name: &str,
+    desired: &K,
+    kind: ChildKind,
+    live: &K,
+) -> Result<()> {
+    let (want, have) = (to_value(desired)?, to_value(live)?);
+    let Some(replicas) = have.pointer("/spec/replicas").filter(|r| !r.is_null()) else { return Ok(()) };
+    if want.pointer("/spec/replicas").is_some_and(|r| !r.is_null()) {
         return Ok(());
     }
-    let patch: json_patch::Patch = serde_json::from_value(Value::Array(ops))
-        .map_err(|source| Error::Serialize { what: "a JSON patch", source })?;
-    let params = PatchParams { field_manager: Some(MANAGER.to_string()), ..PatchParams::default() };
-    api.patch(name, &params, &Patch::<()>::Json(patch))
+    let ours = live.meta().managed_fields.iter().flatten().any(|entry| {
+        entry.manager.as_deref() == Some(MANAGER)
+            && entry.fields_v1.as_ref().is_some_and(|f| f.0.pointer("/f:spec/f:replicas").is_some())
+    });
+    if !ours {
+        return Ok(());
+    }
+    let partial = json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "metadata": {"name": name},
+        "spec": {"replicas": replicas},
+    });
+    api.patch(name, &PatchParams::apply(REPLICAS_HANDOVER_MANAGER), &Patch::Apply(&partial))
         .await
-        .map_err(|e| Error::guarded(format!("take over the fields of {kind} {name}"), e))?;
-    ctx.metrics.wrote(kind.resource(), "patch");
+        .map_err(|e| Error::api(format!("hand the replicas of {kind} {name} over"), e))?;
+    ctx.metrics.wrote(kind.resource(), "apply");
     Ok(())
 }
 

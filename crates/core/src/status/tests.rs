@@ -17,7 +17,7 @@ fn at(seconds: i64) -> Time {
 }
 
 fn ms(image: &str, generation: i64, previous: Option<MicroserviceStatus>) -> Microservice {
-    let spec = MicroserviceSpec { image: image.into(), port: 8080, replicas: Some(2) };
+    let spec = MicroserviceSpec { image: image.into(), port: 8080, replicas: Some(2), autoscaling: None };
     let mut ms = Microservice::new("todo-api", spec);
     ms.metadata.namespace = Some("todo".into());
     ms.metadata.uid = Some("u-1".into());
@@ -218,7 +218,8 @@ fn a_paused_deployment_with_a_pending_change_says_so_and_how_to_resume() {
 #[test]
 fn the_last_accepted_contract_survives_refused_generations() {
     let accepted = run(&ms(IMAGE_V1, 1, None), Some(&complete(1, IMAGE_V1).build()), true, &at(0));
-    let expected = AcceptedContract { generation: 1, image: IMAGE_V1.to_string(), port: 8080, replicas: 2 };
+    let expected =
+        AcceptedContract { generation: 1, image: IMAGE_V1.to_string(), port: 8080, replicas: 2, autoscaling: None };
     assert_eq!(accepted.last_accepted.as_ref(), Some(&expected));
     // Generation 2 is refused (a mutable tag) and generation 3 too: generation 1's contract is what runs.
     let refused = run(&ms("ghcr.io/example/todo-api:latest", 2, Some(accepted)), None, false, &at(1));
@@ -483,4 +484,28 @@ fn a_permanent_failure_degrades_and_keeps_other_conditions() {
     assert_eq!(accepted.last_transition_time, at(0));
     // Recording the same failure again changes nothing (no second status write, no second Event).
     assert_eq!(with_failure(&s, Some(3), Reason::Forbidden, "no patch on deployments", &now), s);
+}
+
+#[test]
+fn autoscaled_ready_counts_against_the_deployments_own_replicas() {
+    let mut autoscaled = ms(IMAGE_V1, 1, None);
+    autoscaled.spec.replicas = None;
+    autoscaled.spec.autoscaling = Some(crate::crd::Autoscaling {
+        min_replicas: Some(1),
+        max_replicas: 5,
+        target_cpu_utilization_percentage: None,
+    });
+    // Scaled to 3 (by the HorizontalPodAutoscaler or `kubectl scale`) and rolled out at 3: Ready at 3.
+    let mut scaled = D { counters: (3, 3, 3, 3), ..complete(1, IMAGE_V1) }.build();
+    if let Some(spec) = scaled.spec.as_mut() {
+        spec.replicas = Some(3);
+    }
+    let status = run(&autoscaled, Some(&scaled), true, &at(0));
+    assert_eq!(status.phase, Some(Phase::Ready), "{:?}", summary(&status));
+    assert_eq!(status.replicas_summary.as_deref(), Some("3/3"));
+    let accepted = status.last_accepted.unwrap();
+    assert_eq!((accepted.replicas, accepted.autoscaling.map(|a| a.max_replicas)), (1, Some(5)));
+    // The same Deployment against a fixed count of 2 is not rolled out as asked.
+    let fixed = run(&ms(IMAGE_V1, 1, None), Some(&scaled), true, &at(0));
+    assert_eq!(fixed.phase, Some(Phase::Progressing), "{:?}", summary(&fixed));
 }

@@ -139,7 +139,12 @@ fn specs() -> impl Strategy<Value = MicroserviceSpec> {
     let port =
         prop_oneof![Just(9090), Just(8080), Just(1023), Just(1024), Just(65535), Just(65536), any::<i32>(), 0..70000];
     let replicas = prop_oneof![Just(None), (-2..25).prop_map(Some)];
-    (images(), port, replicas).prop_map(|(image, port, replicas)| MicroserviceSpec { image, port, replicas })
+    (images(), port, replicas).prop_map(|(image, port, replicas)| MicroserviceSpec {
+        image,
+        port,
+        replicas,
+        autoscaling: None,
+    })
 }
 
 /// Names the API server itself accepts (DNS-1123 subdomains), some of which cannot name a Service.
@@ -205,7 +210,7 @@ fn denial(name: &str, message: &str) -> String {
 }
 
 fn refusal(cluster: &Cluster, rt: &ResourceRef, name: &str, image: &str, port: i32) -> ApiError {
-    let spec = MicroserviceSpec { image: image.into(), port, replicas: None };
+    let spec = MicroserviceSpec { image: image.into(), port, replicas: None, autoscaling: None };
     match cluster.create(rt, Some(NS), manifest(name, &spec), &WriteOptions::default()) {
         Ok(o) => panic!("{image} :{port} was admitted: {:?}", o.object),
         Err(e) => e,
@@ -234,7 +239,12 @@ fn a_denial_reads_as_the_api_server_writes_it() {
 #[test]
 fn an_update_that_keeps_the_spec_is_not_judged_again() {
     let (cluster, rt) = cluster(&["Warn"], true);
-    let spec = MicroserviceSpec { image: "ghcr.io/example/todo-api:latest".into(), port: 8080, replicas: None };
+    let spec = MicroserviceSpec {
+        image: "ghcr.io/example/todo-api:latest".into(),
+        port: 8080,
+        replicas: None,
+        autoscaling: None,
+    };
     let created = cluster.create(&rt, Some(NS), manifest("legacy", &spec), &WriteOptions::default()).unwrap();
     assert_eq!(created.warnings.len(), 1, "{:?}", created.warnings);
     // Now the platform enforces: the binding turns to Deny.

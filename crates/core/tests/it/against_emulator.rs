@@ -26,7 +26,12 @@ async fn stored_children_contain_the_desired_state_and_status_round_trips() {
     assert!(created.metadata.uid.is_some());
     assert_eq!(
         created.spec,
-        MicroserviceSpec { image: "ghcr.io/example/todo-api:1.4.2".into(), port: 8080, replicas: Some(2) }
+        MicroserviceSpec {
+            image: "ghcr.io/example/todo-api:1.4.2".into(),
+            port: 8080,
+            replicas: Some(2),
+            autoscaling: None
+        }
     );
 
     let contract = validate(&created.spec, &profile).unwrap();

@@ -77,6 +77,32 @@ fn specs_the_platform_can_never_run_are_refused_on_their_field() {
 }
 
 #[test]
+fn replicas_and_autoscaling_are_exclusive_and_bounds_ordered() {
+    let schema = schema();
+    let image = "ghcr.io/example/todo-api:1.4.2";
+    let autoscaled = json!({"image": image, "port": 8080, "autoscaling": {"maxReplicas": 5}});
+    assert_eq!(failing_fields(&schema, &object(autoscaled)), Vec::<String>::new());
+    let both = json!({"image": image, "port": 8080, "replicas": 2, "autoscaling": {"maxReplicas": 5}});
+    let causes = schema.validate(&object(both));
+    assert_eq!(causes.iter().map(|c| c.field.as_str()).collect::<Vec<_>>(), ["spec"], "{causes:?}");
+    assert!(causes[0].message.contains("spec.replicas and spec.autoscaling are exclusive"), "{causes:?}");
+    let cases = [
+        (json!({"minReplicas": 6, "maxReplicas": 5}), "spec.autoscaling"),
+        (json!({"minReplicas": 0, "maxReplicas": 5}), "spec.autoscaling.minReplicas"),
+        (json!({"maxReplicas": 21}), "spec.autoscaling.maxReplicas"),
+        (json!({"minReplicas": 2}), "spec.autoscaling.maxReplicas"),
+        (
+            json!({"maxReplicas": 3, "targetCPUUtilizationPercentage": 0}),
+            "spec.autoscaling.targetCPUUtilizationPercentage",
+        ),
+    ];
+    for (autoscaling, field) in cases {
+        let spec = json!({"image": image, "port": 8080, "autoscaling": autoscaling});
+        assert_eq!(failing_fields(&schema, &object(spec.clone())), [field], "{spec}");
+    }
+}
+
+#[test]
 fn pinned_images_pass_the_schema_and_the_contract_decides_the_rest() {
     let schema = schema();
     let sha = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";

@@ -39,6 +39,7 @@ pub fn apply(rt: &ResourceType, obj: &mut Value) {
             }
         }
         ("apps", "Deployment") => deployment(obj),
+        ("autoscaling", "HorizontalPodAutoscaler") => super::hpa::default(obj),
         ("apps", "ReplicaSet") => {
             let spec = child_obj(obj, "spec");
             set_val(spec, "replicas", json!(1));

@@ -20,6 +20,7 @@ macro_rules! stored_kinds {
             ("", "Endpoints") => k8s_openapi::api::core::v1::Endpoints,
             ("apps", "Deployment") => k8s_openapi::api::apps::v1::Deployment,
             ("apps", "ReplicaSet") => k8s_openapi::api::apps::v1::ReplicaSet,
+            ("autoscaling", "HorizontalPodAutoscaler") => k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler,
             ("events.k8s.io", "Event") => k8s_openapi::api::events::v1::Event,
             ("coordination.k8s.io", "Lease") => k8s_openapi::api::coordination::v1::Lease,
             ("rbac.authorization.k8s.io", "Role") => k8s_openapi::api::rbac::v1::Role,
@@ -39,6 +40,7 @@ pub(crate) use stored_kinds;
 
 mod defaults;
 pub mod events;
+mod hpa;
 mod prune;
 mod validate;
 

@@ -44,6 +44,7 @@ pub fn validate(rt: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Caus
             selector_update(obj, old, &mut out);
         }
         ("coordination.k8s.io", "Lease") => lease(obj, &mut out),
+        ("autoscaling", "HorizontalPodAutoscaler") => super::hpa::validate(obj, &mut out),
         ("events.k8s.io", "Event") => event_v1(obj, &mut out),
         ("", "Event") => event_core(obj, &mut out),
         ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => admission_policy(obj, &mut out),

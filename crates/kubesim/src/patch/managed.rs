@@ -220,6 +220,7 @@ fn zero_object(rt: &ResourceType) -> Value {
         (false, "Namespace") => json!({"spec": {}, "status": {}}),
         (false, "CustomResourceDefinition") => json!({"spec": {"names": {}}, "status": {"acceptedNames": {}}}),
         (false, "Lease") => json!({"spec": {}}),
+        (false, "HorizontalPodAutoscaler") => json!({"spec": {"scaleTargetRef": {}}, "status": {}}),
         (false, "Role" | "ClusterRole") => json!({"rules": []}),
         (false, "RoleBinding" | "ClusterRoleBinding") => json!({"roleRef": {}}),
         (false, _) => json!({}),

@@ -7,6 +7,7 @@ mod admission;
 mod api_basic;
 mod api_semantics;
 mod api_watch;
+mod autoscaling;
 mod controllers_gc;
 mod controllers_kubectl;
 mod controllers_rollout;

@@ -3,6 +3,7 @@
 //! `cargo test -p microservice-operator --test it rbac::` runs one module.
 
 mod admission_kubectl;
+mod autoscaling;
 mod bundle;
 mod chaos;
 mod e2e;

@@ -138,7 +138,7 @@ fn needed_by(rule: &PolicyRule, verb: &str) -> Option<(Scenario, Expect)> {
         // Recording a failure needs the same write: nothing can be said.
         ("microservices/status", "patch") => (Scenario::CreateReady, NoConvergence),
         // The child caches must list before a reconcile may trust "absent".
-        ("deployments" | "services", "list") => (Scenario::CreateReady, NoConvergence),
+        ("deployments" | "services" | "horizontalpodautoscalers", "list") => (Scenario::CreateReady, NoConvergence),
         // A Deployment's rollout progress reaches the operator only through its watch.
         ("deployments", "watch") => (Scenario::CreateReady, NoConvergence),
         ("services", "watch") => (Scenario::RepairDeletedService, NoConvergence),
@@ -146,6 +146,12 @@ fn needed_by(rule: &PolicyRule, verb: &str) -> Option<(Scenario, Expect)> {
         ("deployments" | "services", "patch") => (Scenario::RepairEdits, ForbiddenInStatus),
         // Every write to an existing child first reads it (managedFields and exact fields the cache trims).
         ("deployments" | "services", "get") => (Scenario::RepairEdits, ForbiddenInStatus),
+        // The HPA of an autoscaled Microservice: created, its edits and deletion repaired (read before the write,
+        // seen by the watch), deleted when autoscaling is turned off.
+        ("horizontalpodautoscalers", "watch") => (Scenario::Autoscaling, NoConvergence),
+        ("horizontalpodautoscalers", "create" | "get" | "patch" | "delete") => {
+            (Scenario::Autoscaling, ForbiddenInStatus)
+        }
         // Events are best effort: a refused one is logged, never fails a reconcile.
         ("events", "create" | "patch") => (Scenario::EventsRecorded, NoConvergence),
         // Leader election (kube-lease-manager: get, create when absent, patch to take and renew, and the operator's

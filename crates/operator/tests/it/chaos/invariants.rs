@@ -34,7 +34,7 @@ pub struct Want {
 pub fn want(ms: &Value) -> Option<Want> {
     let ms: Microservice = serde_json::from_value(ms.clone()).ok()?;
     let c = validate_object(&ms, &PlatformProfile::default()).ok()?;
-    Some(Want { image: c.image, replicas: i64::from(c.replicas) })
+    Some(Want { image: c.image, replicas: i64::from(c.scaling.floor()) })
 }
 
 /// `kubectl rollout status`'s notion of done: the controller saw the latest spec, and every replica is updated,

@@ -7,6 +7,7 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -36,10 +37,13 @@ pub enum Scenario {
     InvalidSpec,
     /// The operator's Events are recorded: both children's creation, the second as a series of the first.
     EventsRecorded,
+    /// An autoscaled Microservice gets its HPA, which is repaired when edited or deleted and deleted when
+    /// autoscaling is turned off.
+    Autoscaling,
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 7] = [
+    pub const ALL: [Scenario; 8] = [
         Scenario::CreateReady,
         Scenario::EventsRecorded,
         Scenario::RepairDeletedService,
@@ -47,6 +51,7 @@ impl Scenario {
         Scenario::Update,
         Scenario::InvalidSpec,
         Scenario::Handover,
+        Scenario::Autoscaling,
     ];
 
     pub async fn run(self, cluster: &Cluster, deadline: Duration) -> Result<(), String> {
@@ -59,6 +64,7 @@ impl Scenario {
             Scenario::Handover => s.handover("legacy-api").await,
             Scenario::InvalidSpec => s.invalid("nginx").await,
             Scenario::EventsRecorded => s.events("todo-events").await,
+            Scenario::Autoscaling => s.autoscaling("todo-autoscaled").await,
         }
     }
 }
@@ -73,6 +79,7 @@ impl fmt::Display for Scenario {
             Scenario::Handover => "handed-over Deployment adopted",
             Scenario::InvalidSpec => "invalid spec reported Invalid",
             Scenario::EventsRecorded => "Events recorded",
+            Scenario::Autoscaling => "HPA created, repaired, deleted when autoscaling ends",
         };
         f.write_str(name)
     }
@@ -294,6 +301,72 @@ impl Steps {
             Some(c) if c.status == ConditionStatus::False && c.reason == "ImageNotAllowed" => Ok(()),
             other => Err(format!("Accepted condition {other:?}")),
         }
+    }
+
+    fn hpas(&self) -> Api<HorizontalPodAutoscaler> {
+        Api::namespaced(self.client.clone(), WATCHED_NS)
+    }
+
+    async fn autoscaling(&self, name: &str) -> Result<(), String> {
+        let ms: Microservice = serde_json::from_value(json!({
+            "apiVersion": "platform.example.com/v1alpha1",
+            "kind": "Microservice",
+            "metadata": {"name": name, "namespace": WATCHED_NS},
+            "spec": {"image": IMAGE_V1, "port": 8080, "autoscaling": {"minReplicas": 1, "maxReplicas": 4}}
+        }))
+        .map_err(|e| e.to_string())?;
+        self.microservices().create(&PostParams::default(), &ms).await.map_err(|e| format!("create {name}: {e}"))?;
+        let ms = self.wait_for(name, "Ready", ready_for_current_generation).await?;
+        let hpas = self.hpas();
+        let max = || async {
+            let hpa = hpas.get_opt(name).await.map_err(|e| e.to_string())?;
+            let Some(hpa) = hpa else { return Err("no HorizontalPodAutoscaler".to_string()) };
+            if !hpa
+                .owner_references()
+                .iter()
+                .any(|o| o.controller == Some(true) && o.uid == ms.uid().unwrap_or_default())
+            {
+                return Err(format!("HorizontalPodAutoscaler {name} is not controlled by its Microservice"));
+            }
+            Ok((hpa.uid(), hpa.spec.map(|s| s.max_replicas)))
+        };
+        let (first, _) = self.until(name, "the HorizontalPodAutoscaler created", max).await?;
+
+        let params = PatchParams { field_manager: Some("kubectl-edit".into()), ..PatchParams::default() };
+        let edit = json!({"spec": {"maxReplicas": 9}});
+        hpas.patch(name, &params, &Patch::Merge(&edit)).await.map_err(|e| e.to_string())?;
+        self.until(name, &format!("the edit of HorizontalPodAutoscaler {name} reverted"), || async {
+            match max().await? {
+                (_, Some(4)) => Ok(()),
+                (_, other) => Err(format!("maxReplicas {other:?}")),
+            }
+        })
+        .await?;
+
+        hpas.delete(name, &DeleteParams::default()).await.map_err(|e| e.to_string())?;
+        self.until(name, &format!("HorizontalPodAutoscaler {name} recreated"), || async {
+            match max().await? {
+                (uid, _) if uid != first => Ok(()),
+                _ => Err("the deleted HorizontalPodAutoscaler is still there".into()),
+            }
+        })
+        .await?;
+
+        let off = json!({"spec": {"replicas": 2, "autoscaling": null}});
+        self.microservices()
+            .patch(name, &PatchParams::default(), &Patch::Merge(&off))
+            .await
+            .map_err(|e| format!("turn autoscaling off for {name}: {e}"))?;
+        let deployments = self.deployments();
+        self.until(name, &format!("HorizontalPodAutoscaler {name} deleted, replicas 2"), || async {
+            let hpa = hpas.get_opt(name).await.map_err(|e| e.to_string())?;
+            let replicas = deployments.get(name).await.map_err(|e| e.to_string())?.spec.and_then(|s| s.replicas);
+            match (hpa, replicas) {
+                (None, Some(2)) => Ok(()),
+                (hpa, replicas) => Err(format!("HPA present: {}, replicas {replicas:?}", hpa.is_some())),
+            }
+        })
+        .await
     }
 
     /// Creating a Microservice records one "Created" Event naming its Deployment and its Service; the same repair

@@ -11,7 +11,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Client, CustomResourceExt, ResourceExt};
+use kube::{Client, ResourceExt};
 use kubesim::Sim;
 use kubesim::controllers::ControllerConfig;
 use kubesim::faults::FaultConfig;
@@ -73,7 +73,8 @@ impl Harness {
     }
 
     async fn install(cluster: Cluster) -> Harness {
-        cluster.install(&Microservice::crd(), NS, DEADLINE).await;
+        // The CRD as shipped (its CEL rules included), not kube-derive's bare one.
+        cluster.install(&microservice_core::crd::crd(), NS, DEADLINE).await;
         let client = cluster.client();
         Harness { cluster, client }
     }
