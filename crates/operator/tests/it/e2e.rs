@@ -38,7 +38,7 @@ async fn a_new_microservice_goes_from_accepted_to_ready_with_the_desired_childre
     assert_eq!(status.replicas_summary.as_deref(), Some("2/2"));
     assert!(holds(&status, ConditionType::Accepted, 1));
 
-    let phases: Vec<Option<Phase>> = log.snapshot().iter().map(|s| s.status.phase).collect();
+    let phases: Vec<Option<Phase>> = log.through(&ms).await.iter().map(|s| s.status.phase).collect();
     let progressing = phases.iter().position(|p| *p == Some(Phase::Progressing));
     let ready = phases.iter().position(|p| *p == Some(Phase::Ready));
     assert!(matches!((progressing, ready), (Some(p), Some(r)) if p < r), "Progressing before Ready: {phases:?}");
@@ -110,7 +110,7 @@ async fn an_image_update_is_never_ready_before_the_new_rollout_completes() {
 
     // Every status ever written that says Ready for generation 2 already reports the new image, and before it
     // the CR was seen Progressing for generation 2 with old pods still ready.
-    let seen = log.snapshot();
+    let seen = log.through(&ms).await;
     let first_ready = seen.iter().position(|s| holds(&s.status, ConditionType::Ready, 2)).expect("saw Ready for 2");
     for s in &seen {
         if holds(&s.status, ConditionType::Ready, 2) {
@@ -301,10 +301,14 @@ async fn a_restart_over_converged_objects_sends_no_writes_and_a_hundred_become_r
     for name in &names {
         h.create(name, IMAGE_V1).await;
     }
+    let mut ready = Vec::new();
     for name in &names {
-        h.wait_ready(name).await;
+        ready.push(h.wait_ready(name).await);
     }
     op.stop().await;
+    for ms in &ready {
+        log.through(ms).await;
+    }
     // Under load too, every status write changed something (no repeat after a stale cache read).
     let writes = succeeded(&h.requests(), "patch", "microservices/status");
     let changes: usize = names

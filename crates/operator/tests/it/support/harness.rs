@@ -174,7 +174,12 @@ impl Harness {
             while let Some(Ok(ms)) = stream.next().await {
                 let generation = ms.metadata.generation.unwrap_or_default();
                 let mut entries = sink.entries.lock().unwrap_or_else(|p| p.into_inner());
-                entries.push(Seen { name: ms.name_any(), generation, status: ms.status.clone().unwrap_or_default() });
+                entries.push(Seen {
+                    name: ms.name_any(),
+                    generation,
+                    resource_version: ms.resource_version().unwrap_or_default(),
+                    status: ms.status.clone().unwrap_or_default(),
+                });
             }
         });
         *log.task.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
@@ -196,6 +201,7 @@ pub struct Seen {
     pub name: String,
     /// The CR's metadata.generation when this status was seen.
     pub generation: i64,
+    pub resource_version: String,
     pub status: MicroserviceStatus,
 }
 
@@ -208,6 +214,21 @@ pub struct StatusLog {
 impl StatusLog {
     pub fn snapshot(&self) -> Vec<Seen> {
         self.entries.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// What the log holds once its watch has delivered `ms` as read elsewhere: the log's watch and the read that
+    /// returned `ms` are separate streams, so the log may lag behind it.
+    pub async fn through(&self, ms: &Microservice) -> Vec<Seen> {
+        let version = ms.resource_version().unwrap_or_default();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let seen = self.snapshot();
+            if seen.iter().any(|s| s.name == ms.name_any() && s.resource_version == version) {
+                return seen;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "the status log never saw {} at {version}", ms.name_any());
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 }
 
