@@ -20,6 +20,9 @@ pub struct Recording {
     pub server: String,
     /// RFC 3339 time of recording.
     pub recorded_at: String,
+    /// For scenarios recorded several times (controller sequences): whether the runs agreed, and what is compared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stability: Option<String>,
     #[serde(flatten)]
     pub run: Run,
 }
