@@ -149,7 +149,8 @@ async fn stability(target: &Target, s: &scenario::Scenario, first: &runner::Run,
         same_raw += usize::from(raw(first) == raw(&run));
     }
     let mut out = format!(
-        "{n} runs on the real control plane: the compared form identical in {same_compared}/{n}, the raw sequence          of distinct status tuples identical in {same_raw}/{n}",
+        "{n} runs on the real control plane: the compared form identical in {same_compared}/{n}, the raw sequence \
+         of distinct status tuples identical in {same_raw}/{n}",
         n = repeat.max(1)
     );
     for n in notes {
@@ -163,7 +164,8 @@ async fn real_target(kubeconfig: Option<PathBuf>) -> Result<(Option<ControlPlane
     if let Some(p) = kubeconfig {
         return Ok((None, Target::from_kubeconfig("real", &p).await?));
     }
-    let options = Options { never_ready_images: vec![conformance::NEVER_READY_IMAGE.to_string()], ..Options::default() };
+    let options =
+        Options { never_ready_images: vec![conformance::NEVER_READY_IMAGE.to_string()], ..Options::default() };
     let plane = ControlPlane::start(options).await.map_err(|e| Error::ControlPlane(e.to_string()))?;
     let token = plane.token(ADMIN).map_err(|e| Error::ControlPlane(e.to_string()))?.to_string();
     let target = Target::direct("kube-apiserver", plane.url(), Some(plane.ca_pem()), &token).await?;

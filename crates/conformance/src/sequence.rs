@@ -261,7 +261,10 @@ mod tests {
         let mut down = Collector::default();
         down.push(&d(1, 1, [5, 5, 5, 5], &[AVAILABLE, DONE]));
         down.push(&d(1, 1, [3, 3, 3, 3], &[AVAILABLE, DONE]));
-        assert_eq!(down.compared(Form::Normal)["invariants"]["updatedReplicasNeverDecreasesWithinARollout"], json!(true));
+        assert_eq!(
+            down.compared(Form::Normal)["invariants"]["updatedReplicasNeverDecreasesWithinARollout"],
+            json!(true)
+        );
         let n = c.compared(Form::Normal);
         for k in [
             "observedGenerationNeverDecreases",
