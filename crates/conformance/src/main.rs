@@ -89,9 +89,9 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
                     eprintln!("{}: {f}", s.id);
                 }
                 let stability = if s.file.steps.iter().any(|st| st.sequence.is_some()) {
-                    let note = stability(&target, s, &run, repeat).await;
-                    println!("{}: {note}", s.id);
-                    Some(note)
+                    let st = stability(&target, s, &run, repeat).await;
+                    println!("{}: {st}", s.id);
+                    Some(st)
                 } else {
                     None
                 };
@@ -130,33 +130,25 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
     }
 }
 
-/// Runs `s` `repeat - 1` more times (each in its own namespace) and says whether the compared answers and the raw
-/// status sequences agreed with the first run's.
-async fn stability(target: &Target, s: &scenario::Scenario, first: &runner::Run, repeat: usize) -> String {
+/// Runs `s` `repeat - 1` more times (each in its own namespace) and counts the runs whose compared answers and raw
+/// status sequences agree with the first run's.
+async fn stability(target: &Target, s: &scenario::Scenario, first: &runner::Run, repeat: usize) -> record::Stability {
     let raw = |r: &runner::Run| -> Vec<_> { r.outcomes.iter().map(|o| o.observed_sequence.clone()).collect() };
-    let (mut same_compared, mut same_raw) = (1, 1);
-    let mut notes = Vec::new();
-    for k in 2..=repeat.max(1) {
+    let runs = repeat.max(1);
+    let mut st = record::Stability { runs, compared_identical: 1, raw_identical: 1, differences: Vec::new() };
+    for k in 2..=runs {
         let mut again = s.clone();
         again.file.namespace = Some(format!("{}-r{k}", s.namespace()));
         let run = runner::run(target, &again).await;
         let lines = record::compare(first, &run);
         if lines.is_empty() {
-            same_compared += 1;
+            st.compared_identical += 1;
         } else {
-            notes.push(format!("run {k}: {}", lines.join("; ")));
+            st.differences.push(format!("run {k}: {}", lines.join("; ")));
         }
-        same_raw += usize::from(raw(first) == raw(&run));
+        st.raw_identical += usize::from(raw(first) == raw(&run));
     }
-    let mut out = format!(
-        "{n} runs on the real control plane: the compared form identical in {same_compared}/{n}, the raw sequence \
-         of distinct status tuples identical in {same_raw}/{n}",
-        n = repeat.max(1)
-    );
-    for n in notes {
-        out.push_str(&format!(" [{n}]"));
-    }
-    out
+    st
 }
 
 /// The real server: the given kubeconfig, or testkit's control plane started for this run (stopped on drop).
