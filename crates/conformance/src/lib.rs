@@ -8,6 +8,7 @@ pub mod pointer;
 pub mod record;
 pub mod runner;
 pub mod scenario;
+pub mod sequence;
 pub mod target;
 
 /// Everything that can go wrong loading, running or recording scenarios.
@@ -27,9 +28,27 @@ pub enum Error {
     ControlPlane(String),
 }
 
-/// Starts kubesim as the suite compares it: RBAC enforced (the real server enforces it), controllers on.
+/// Pods running this image start but never become Ready, on both servers (kwok's stage and kubesim's image rule):
+/// the controller scenarios' rollout that hits its progress deadline.
+pub const NEVER_READY_IMAGE: &str = "registry.example/never-ready:1";
+
+/// Starts kubesim as the suite compares it: RBAC enforced (the real server enforces it), controllers on, pods
+/// Ready at once except for [`NEVER_READY_IMAGE`] (as testkit's control plane with its default pod delay).
 pub async fn start_kubesim() -> Result<(kubesim::Sim, target::Target), Error> {
-    let sim = kubesim::Sim::builder().rbac(true).start().await.map_err(|e| Error::Target(e.to_string()))?;
+    use kubesim::controllers::{ControllerConfig, ImageRule, PodBehaviour};
+    let controllers = ControllerConfig {
+        image_rules: vec![ImageRule {
+            image_contains: NEVER_READY_IMAGE.to_string(),
+            behaviour: PodBehaviour::NeverReady,
+        }],
+        ..ControllerConfig::default()
+    };
+    let sim = kubesim::Sim::builder()
+        .rbac(true)
+        .controllers(controllers)
+        .start()
+        .await
+        .map_err(|e| Error::Target(e.to_string()))?;
     let target = target::Target::direct("kubesim", &sim.https_url(), Some(sim.ca_pem()), sim.token()).await?;
     Ok((sim, target))
 }

@@ -25,6 +25,10 @@ enum Command {
         /// Only scenarios whose id starts with this.
         #[arg(long, default_value = "")]
         only: String,
+        /// Runs of each controller-sequence scenario (the real controllers are concurrent: the recording says
+        /// whether the runs agreed).
+        #[arg(long, default_value_t = 3)]
+        repeat: usize,
     },
     /// Run the scenarios against kubesim and print identical scenarios out of all, per area, and every difference.
     Fidelity {
@@ -72,7 +76,7 @@ async fn server_version(target: &Target) -> String {
 
 async fn run(cli: Cli) -> Result<ExitCode, Error> {
     match cli.command {
-        Command::Record { kubeconfig, only } => {
+        Command::Record { kubeconfig, only, repeat } => {
             let scenarios = select(&only)?;
             let (_plane, target) = real_target(kubeconfig).await?;
             let server = server_version(&target).await;
@@ -84,7 +88,19 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
                     failed += 1;
                     eprintln!("{}: {f}", s.id);
                 }
-                record::store(&record::Recording { server: server.clone(), recorded_at: recorded_at.clone(), run })?;
+                let stability = if s.file.steps.iter().any(|st| st.sequence.is_some()) {
+                    let st = stability(&target, s, &run, repeat).await;
+                    println!("{}: {st}", s.id);
+                    Some(st)
+                } else {
+                    None
+                };
+                record::store(&record::Recording {
+                    server: server.clone(),
+                    recorded_at: recorded_at.clone(),
+                    stability,
+                    run,
+                })?;
             }
             println!("recorded {} scenarios against {server} ({failed} stopped early)", scenarios.len());
             Ok(ExitCode::SUCCESS)
@@ -114,12 +130,35 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
     }
 }
 
+/// Runs `s` `repeat - 1` more times (each in its own namespace) and counts the runs whose compared answers and raw
+/// status sequences agree with the first run's.
+async fn stability(target: &Target, s: &scenario::Scenario, first: &runner::Run, repeat: usize) -> record::Stability {
+    let raw = |r: &runner::Run| -> Vec<_> { r.outcomes.iter().map(|o| o.observed_sequence.clone()).collect() };
+    let runs = repeat.max(1);
+    let mut st = record::Stability { runs, compared_identical: 1, raw_identical: 1, differences: Vec::new() };
+    for k in 2..=runs {
+        let mut again = s.clone();
+        again.file.namespace = Some(format!("{}-r{k}", s.namespace()));
+        let run = runner::run(target, &again).await;
+        let lines = record::compare(first, &run);
+        if lines.is_empty() {
+            st.compared_identical += 1;
+        } else {
+            st.differences.push(format!("run {k}: {}", lines.join("; ")));
+        }
+        st.raw_identical += usize::from(raw(first) == raw(&run));
+    }
+    st
+}
+
 /// The real server: the given kubeconfig, or testkit's control plane started for this run (stopped on drop).
 async fn real_target(kubeconfig: Option<PathBuf>) -> Result<(Option<ControlPlane>, Target), Error> {
     if let Some(p) = kubeconfig {
         return Ok((None, Target::from_kubeconfig("real", &p).await?));
     }
-    let plane = ControlPlane::start(Options::default()).await.map_err(|e| Error::ControlPlane(e.to_string()))?;
+    let options =
+        Options { never_ready_images: vec![conformance::NEVER_READY_IMAGE.to_string()], ..Options::default() };
+    let plane = ControlPlane::start(options).await.map_err(|e| Error::ControlPlane(e.to_string()))?;
     let token = plane.token(ADMIN).map_err(|e| Error::ControlPlane(e.to_string()))?.to_string();
     let target = Target::direct("kube-apiserver", plane.url(), Some(plane.ca_pem()), &token).await?;
     Ok((Some(plane), target))

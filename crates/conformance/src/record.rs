@@ -20,8 +20,42 @@ pub struct Recording {
     pub server: String,
     /// RFC 3339 time of recording.
     pub recorded_at: String,
+    /// For scenarios recorded several times (controller sequences): whether the runs agreed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stability: Option<Stability>,
     #[serde(flatten)]
     pub run: Run,
+}
+
+/// How far repeated recordings of one scenario on the real server agreed with the stored (first) run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stability {
+    pub runs: usize,
+    /// Runs whose compared answers (for sequences: the compared form) equal the first run's, the first included.
+    pub compared_identical: usize,
+    /// Runs whose raw sequences of distinct status tuples equal the first run's, the first included.
+    pub raw_identical: usize,
+    /// The differences of the compared answers, per run that differed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub differences: Vec<String>,
+}
+
+impl std::fmt::Display for Stability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{n} runs on the real server: the compared form identical in {c}/{n}, the raw sequence of distinct \
+             status tuples in {r}/{n}",
+            n = self.runs,
+            c = self.compared_identical,
+            r = self.raw_identical
+        )?;
+        for d in &self.differences {
+            write!(f, " [{d}]")?;
+        }
+        Ok(())
+    }
 }
 
 pub fn recorded_dir() -> PathBuf {

@@ -13,6 +13,7 @@ use crate::Error;
 use crate::normalize::{self, Normalizer};
 use crate::pointer;
 use crate::scenario::{Compare, Scenario, Step, WatchSpec, workspace_dir};
+use crate::sequence::{self, Collector, Form, SequenceSpec};
 use crate::target::Target;
 
 /// The compared part of one step's answer.
@@ -31,6 +32,10 @@ pub struct Outcome {
     pub body: Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<Vec<Value>>,
+    /// A `sequence` step compared in its normal form: the distinct status tuples this run saw, for the reader
+    /// (not compared: their number depends on the controllers' interleaving).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_sequence: Option<Vec<Value>>,
 }
 
 /// A scenario's answers; `failure` says why it stopped early (a setup step that failed, a wait that ran out).
@@ -49,6 +54,7 @@ struct Raw {
     warnings: Vec<String>,
     body: Value,
     events: Option<Vec<Value>>,
+    observed_sequence: Option<Vec<Value>>,
 }
 
 /// Runs every step of `scenario` in order; transport errors end the run as a failure, never a panic.
@@ -108,7 +114,29 @@ fn outcome(i: usize, step: &Step, mut raw: Raw, compare: Compare, norm: &mut Nor
     if compare == Compare::Status {
         let reason = raw.body.get("reason").cloned().filter(|_| raw.body.get("kind") == Some(&json!("Status")));
         let body = reason.map(|r| json!({"reason": r})).unwrap_or(Value::Null);
-        return Outcome { step: i, name, status: raw.status, content_type: None, warnings: vec![], body, events: None };
+        return Outcome {
+            step: i,
+            name,
+            status: raw.status,
+            content_type: None,
+            warnings: vec![],
+            body,
+            events: None,
+            observed_sequence: None,
+        };
+    }
+    if step.sequence.is_some() {
+        // Already reduced to status tuples: nothing server-specific is left to normalise.
+        return Outcome {
+            step: i,
+            name,
+            status: raw.status,
+            content_type: raw.content_type.as_deref().map(normalize::content_type),
+            warnings: vec![],
+            body: raw.body,
+            events: None,
+            observed_sequence: raw.observed_sequence,
+        };
     }
     norm.body(&mut raw.body);
     for p in &step.ignore {
@@ -142,6 +170,7 @@ fn outcome(i: usize, step: &Step, mut raw: Raw, compare: Compare, norm: &mut Nor
         warnings,
         body: raw.body,
         events,
+        observed_sequence: None,
     }
 }
 
@@ -292,15 +321,26 @@ async fn send(target: &Target, step: &Step, vars: &BTreeMap<String, String>, lab
     let content_type = headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_string);
     let warnings = headers.get_all("warning").iter().filter_map(|v| v.to_str().ok()).map(str::to_string).collect();
     let mut body = resp.into_body();
+    if let (Some(spec), 200) = (&step.sequence, status) {
+        let (compared, observed) = read_sequence(&mut body, spec, label).await?;
+        return Ok(Raw { status, content_type, warnings, body: compared, events: None, observed_sequence: observed });
+    }
     // A watch the scenario did not expect to stream is read like one (1 event, 10 s): never an endless read.
     let is_watch = step.query.get("watch").is_some_and(|w| w == "true" || w == "1");
     let spec = step.watch.clone().or_else(|| is_watch.then_some(WatchSpec { events: 1, timeout_seconds: 10 }));
     if let (Some(w), 200) = (spec, status) {
         let events = read_events(&mut body, w.events, Duration::from_secs(w.timeout_seconds), label).await?;
-        return Ok(Raw { status, content_type, warnings, body: Value::Null, events: Some(events) });
+        return Ok(Raw {
+            status,
+            content_type,
+            warnings,
+            body: Value::Null,
+            events: Some(events),
+            observed_sequence: None,
+        });
     }
     let bytes = body.collect_bytes().await.map_err(|e| err(e.to_string()))?;
-    Ok(Raw { status, content_type, warnings, body: parse_body(&bytes), events: None })
+    Ok(Raw { status, content_type, warnings, body: parse_body(&bytes), events: None, observed_sequence: None })
 }
 
 /// JSON when it parses; otherwise the text, or a note on binary bytes (protobuf answers).
@@ -314,6 +354,52 @@ fn parse_body(bytes: &Bytes) -> Value {
     match std::str::from_utf8(bytes) {
         Ok(s) => Value::String(s.to_string()),
         Err(_) => Value::String("<binary>".into()),
+    }
+}
+
+/// Reads a Deployment watch until the object settles (`spec.until`); the compared value and, for the normal form,
+/// the distinct tuples seen. Not settled within `spec.timeout_seconds` is an error naming the last tuple.
+async fn read_sequence(
+    body: &mut kube::client::Body,
+    spec: &SequenceSpec,
+    label: &str,
+) -> Result<(Value, Option<Vec<Value>>), Error> {
+    let err = |message: String| Error::Request { step: label.into(), message };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(spec.timeout_seconds);
+    let mut collector = Collector::default();
+    let mut buf: Vec<u8> = Vec::new();
+    loop {
+        let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
+            Err(_) | Ok(None) => {
+                let last = collector.tuples.last().map(Value::to_string).unwrap_or_else(|| "none".into());
+                return Err(err(format!(
+                    "not settled ({:?}) within {}s or the watch ended; last status {last}",
+                    spec.until, spec.timeout_seconds
+                )));
+            }
+            Ok(Some(Err(e))) => return Err(err(e.to_string())),
+            Ok(Some(Ok(f))) => f,
+        };
+        let Ok(data) = frame.into_data() else { continue };
+        buf.extend_from_slice(&data);
+        while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = buf.drain(..=pos).collect();
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let event: Value = serde_json::from_slice(&line).map_err(|e| err(format!("watch event: {e}")))?;
+            let object = event.get("object").cloned().unwrap_or(Value::Null);
+            match event.get("type").and_then(Value::as_str) {
+                Some("ADDED" | "MODIFIED") => {}
+                Some("BOOKMARK") => continue,
+                _ => return Err(err(format!("watch event {}", short_body(&event)))),
+            }
+            collector.push(&object);
+            if sequence::settled(&object, spec.until) {
+                let observed = (spec.form == Form::Normal).then(|| collector.tuples.clone());
+                return Ok((collector.compared(spec.form), observed));
+            }
+        }
     }
 }
 

@@ -121,6 +121,10 @@ pub struct Step {
     pub watch: Option<WatchSpec>,
     #[serde(default)]
     pub wait: Option<WaitSpec>,
+    /// Watch one Deployment (the path is a watch from a captured resourceVersion) and compare the sequence of its
+    /// status values until it settles: see [`crate::sequence`].
+    #[serde(default)]
+    pub sequence: Option<crate::sequence::SequenceSpec>,
 }
 
 impl Step {

@@ -61,6 +61,13 @@ pub enum Action {
     },
     /// Set these annotations on the Deployment's metadata (the revision).
     AnnotateDeployment(BTreeMap<String, String>),
+    /// Write the Deployment's status now, in the middle of the sync, with these changed annotations: upstream's
+    /// `UpdateStatus` calls in `checkPausedConditions` and `getNewReplicaSet` (a new ReplicaSet's revision and
+    /// Progressing condition), which clients see before the sync's final status.
+    UpdateDeploymentStatus {
+        annotations: BTreeMap<String, String>,
+        status: DeploymentStatus,
+    },
     /// An Event about the Deployment (`ScalingReplicaSet`, ...).
     Event {
         reason: String,
@@ -86,8 +93,14 @@ struct Sync<'a> {
     active_pods: &'a HashMap<String, usize>,
     now: Timestamp,
     plan: Plan,
-    /// Annotations of the Deployment after this sync.
-    annotations_changed: bool,
+    /// The Deployment's annotations as observed (what a write compares with).
+    observed_annotations: BTreeMap<String, String>,
+    /// The status an `UpdateDeploymentStatus` wrote in this sync, and the annotations as stored after it.
+    written: Option<(DeploymentStatus, BTreeMap<String, String>)>,
+    /// Where a second Deployment write would have been. Upstream's mid-sync write does not refresh its copy's
+    /// resourceVersion, so its next Deployment write conflicts and the sync ends there; the resync after the
+    /// conflict (here: after the written status's own event) continues.
+    conflict_at: Option<usize>,
 }
 
 /// Decides one sync of `deployment` given the ReplicaSets it controls (`replica_sets`, any order) and the
@@ -100,10 +113,24 @@ pub fn sync(
 ) -> Plan {
     let mut rss = replica_sets.to_vec();
     rss.sort_by(by_creation);
-    let mut s =
-        Sync { d: deployment.clone(), rss, active_pods, now, plan: Plan::default(), annotations_changed: false };
+    let mut s = Sync {
+        d: deployment.clone(),
+        rss,
+        active_pods,
+        now,
+        plan: Plan::default(),
+        observed_annotations: deployment.metadata.annotations.clone().unwrap_or_default(),
+        written: None,
+        conflict_at: None,
+    };
     s.run();
     s.finish(deployment)
+}
+
+/// The annotations of `d` that differ from `stored` (added or changed; the controller removes none).
+fn changed_annotations(stored: &BTreeMap<String, String>, d: &Deployment) -> BTreeMap<String, String> {
+    let now = d.metadata.annotations.clone().unwrap_or_default();
+    now.into_iter().filter(|(k, v)| stored.get(k) != Some(v)).collect()
 }
 
 /// Each planned ReplicaSet write builds on the previous one for the same ReplicaSet, so only the last is kept (at
@@ -158,24 +185,62 @@ impl Sync<'_> {
     }
 
     fn finish(mut self, observed: &Deployment) -> Plan {
+        if let Some(at) = self.conflict_at {
+            self.plan.actions.truncate(at);
+            self.plan.actions = coalesce(std::mem::take(&mut self.plan.actions));
+            self.plan.requeue_after = None;
+            return self.plan;
+        }
         self.plan.actions = coalesce(std::mem::take(&mut self.plan.actions));
-        if self.annotations_changed {
-            let annotations = self.d.metadata.annotations.clone().unwrap_or_default();
-            let mut changed = BTreeMap::new();
-            for (k, v) in annotations {
-                if annotation(&observed.metadata, &k) != Some(v.as_str()) {
-                    changed.insert(k, v);
-                }
+        let (stored_status, stored_annotations) = match self.written.take() {
+            Some(w) => w,
+            None => {
+                (observed.status.clone().unwrap_or_default(), observed.metadata.annotations.clone().unwrap_or_default())
             }
+        };
+        let changed = changed_annotations(&stored_annotations, &self.d);
+        let new_status = self.d.status.clone().unwrap_or_default();
+        if new_status == stored_status {
             if !changed.is_empty() {
                 self.plan.actions.push(Action::AnnotateDeployment(changed));
             }
+            return self.plan;
         }
-        let new_status = self.d.status.clone().unwrap_or_default();
-        if new_status != observed.status.clone().unwrap_or_default() {
-            self.plan.status = Some(new_status);
+        if self.conflicts_after_write() {
+            self.plan.requeue_after = None;
+            return self.plan;
         }
+        if !changed.is_empty() {
+            self.plan.actions.push(Action::AnnotateDeployment(changed));
+        }
+        self.plan.status = Some(new_status);
         self.plan
+    }
+
+    /// Whether this sync already wrote the Deployment mid-way (its final status write would then conflict).
+    fn conflicts_after_write(&self) -> bool {
+        self.plan.actions.iter().any(|a| matches!(a, Action::UpdateDeploymentStatus { .. }))
+    }
+
+    /// Upstream's mid-sync `UpdateStatus(d)`: the first one succeeds; a second Deployment write in the same sync
+    /// conflicts and ends it.
+    fn write_status_now(&mut self) {
+        if self.written.is_some() {
+            self.conflict_at.get_or_insert(self.plan.actions.len());
+            return;
+        }
+        let before = self.stored_annotations();
+        let annotations = changed_annotations(&before, &self.d);
+        let status = self.d.status.clone().unwrap_or_default();
+        self.plan.actions.push(Action::UpdateDeploymentStatus { annotations, status: status.clone() });
+        self.written = Some((status, self.d.metadata.annotations.clone().unwrap_or_default()));
+    }
+
+    fn stored_annotations(&self) -> BTreeMap<String, String> {
+        match &self.written {
+            Some((_, a)) => a.clone(),
+            None => self.observed_annotations.clone(),
+        }
     }
 
     fn template(&self) -> Option<&PodTemplateSpec> {
@@ -225,12 +290,16 @@ impl Sync<'_> {
                 }
                 let rev = annotation(&rs.metadata, REVISION).unwrap_or("").to_string();
                 self.rss[i] = rs;
-                self.set_deployment_revision(&rev);
+                let mut needs_write = self.set_deployment_revision(&rev);
                 let has_cond = self.d.status.as_ref().and_then(|s| condition(s, PROGRESSING)).is_some();
                 if progress_deadline(&self.d).is_some() && !has_cond {
                     let msg = format!("Found new replica set \"{}\"", name(&self.rss[i].metadata));
                     let c = new_condition(PROGRESSING, "True", FOUND_NEW_RS, msg, self.now);
                     set_condition(self.d.status.get_or_insert_with(Default::default), c);
+                    needs_write = true;
+                }
+                if needs_write {
+                    self.write_status_now();
                 }
                 Split { new: Some(i), old }
             }
@@ -243,11 +312,15 @@ impl Sync<'_> {
                     self.event("ScalingReplicaSet", format!("Scaled up replica set {rs_name} from 0 to {n}"));
                 }
                 self.rss.push(rs);
-                self.set_deployment_revision(&new_revision);
+                let mut needs_write = self.set_deployment_revision(&new_revision);
                 if progress_deadline(&self.d).is_some() {
                     let msg = format!("Created new replica set \"{rs_name}\"");
                     let c = new_condition(PROGRESSING, "True", NEW_RS_CREATED, msg, self.now);
                     set_condition(self.d.status.get_or_insert_with(Default::default), c);
+                    needs_write = true;
+                }
+                if needs_write {
+                    self.write_status_now();
                 }
                 Split { new: Some(self.rss.len() - 1), old }
             }
@@ -349,15 +422,17 @@ impl Sync<'_> {
         changed
     }
 
-    fn set_deployment_revision(&mut self, revision: &str) {
+    /// Sets the revision annotation; whether it changed.
+    fn set_deployment_revision(&mut self, revision: &str) -> bool {
         if revision.is_empty() {
-            return;
+            return false;
         }
         let a = self.d.metadata.annotations.get_or_insert_with(BTreeMap::new);
-        if a.get(REVISION).map(String::as_str) != Some(revision) {
-            a.insert(REVISION.into(), revision.to_string());
-            self.annotations_changed = true;
+        if a.get(REVISION).map(String::as_str) == Some(revision) {
+            return false;
         }
+        a.insert(REVISION.into(), revision.to_string());
+        true
     }
 
     fn event(&mut self, reason: &str, message: String) {
@@ -731,7 +806,10 @@ impl Sync<'_> {
             set_condition(status, new_condition(PROGRESSING, "Unknown", PAUSED, "Deployment is paused".into(), now));
         } else if !is_paused && paused_cond {
             set_condition(status, new_condition(PROGRESSING, "Unknown", RESUMED, "Deployment is resumed".into(), now));
+        } else {
+            return;
         }
+        self.write_status_now();
     }
 
     /// `syncRolloutStatus`: counters, Available, and Progressing from the progress made since the last status.

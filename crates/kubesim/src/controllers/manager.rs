@@ -7,11 +7,11 @@
 //! DELETED event arrives, so a late MODIFIED event cannot resurrect them. A lagging subscription re-lists.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -567,6 +567,11 @@ impl Manager {
                         self.wrote(&d_rt, out.object);
                     }
                 }
+                deployment::Action::UpdateDeploymentStatus { annotations, status } => {
+                    if !self.write_deployment(key, annotations, &status) {
+                        return;
+                    }
+                }
                 deployment::Action::Event { reason, message } => self.record_event(&cached.value, &reason, &message),
             }
         }
@@ -574,17 +579,42 @@ impl Manager {
             return;
         }
         if let Some(status) = plan.status {
-            let d_rt = self.types.deployments.clone();
-            let Some(current) = self.deployments.objects.get(key).map(|c| c.value.clone()) else { return };
-            let mut body = (*current).clone();
-            body["status"] = serde_json::to_value(&status).unwrap_or_default();
-            if let Ok(out) = self.cluster.update(&d_rt, ns_opt(ns), name, body, Subresource::Status, &opts) {
-                self.wrote(&d_rt, out.object);
-            }
+            self.write_deployment(key, BTreeMap::new(), &status);
         }
         if let Some(after) = plan.requeue_after {
             self.schedule(after, Work::Deployment(key.clone()));
         }
+    }
+
+    /// Writes a Deployment's status and its changed annotations; whether the status was written. Upstream writes
+    /// both in one `UpdateStatus` (the Deployment's /status accepts annotations); kubesim's /status changes only
+    /// the status, so the annotations follow in a second write, after the status, so that watchers see the new
+    /// status as soon as upstream's watchers would.
+    fn write_deployment(
+        &mut self,
+        key: &Key,
+        annotations: BTreeMap<String, String>,
+        status: &DeploymentStatus,
+    ) -> bool {
+        let (ns, name) = key;
+        let d_rt = self.types.deployments.clone();
+        let opts = Self::opts(CONTROLLER_MANAGER);
+        let Some(current) = self.deployments.objects.get(key).map(|c| c.value.clone()) else { return false };
+        let mut body = (*current).clone();
+        body["status"] = serde_json::to_value(status).unwrap_or_default();
+        match self.cluster.update(&d_rt, ns_opt(ns), name, body, Subresource::Status, &opts) {
+            Ok(out) => {
+                self.wrote(&d_rt, out.object);
+            }
+            Err(_) => return false,
+        }
+        if !annotations.is_empty() {
+            let patch = PatchBody::Merge(json!({"metadata": {"annotations": annotations}}));
+            if let Ok(out) = self.cluster.patch(&d_rt, ns_opt(ns), name, patch, Subresource::Main, &opts) {
+                self.wrote(&d_rt, out.object);
+            }
+        }
+        true
     }
 
     /// A ReplicaSet with the new one's name exists: it is the new one if this Deployment controls it and the

@@ -11,6 +11,8 @@ struct World {
     now: Timestamp,
     uid: u32,
     events: Vec<String>,
+    /// Mid-sync status writes (upstream's `UpdateStatus` in `getNewReplicaSet` / `checkPausedConditions`).
+    mid_sync_writes: usize,
 }
 
 fn t0() -> Timestamp {
@@ -34,7 +36,7 @@ impl World {
             }
         }))
         .unwrap();
-        World { d, rss: vec![], now: t0(), uid: 0, events: vec![] }
+        World { d, rss: vec![], now: t0(), uid: 0, events: vec![], mid_sync_writes: 0 }
     }
 
     fn spec_mut(&mut self) -> &mut k8s_openapi::api::apps::v1::DeploymentSpec {
@@ -81,6 +83,11 @@ impl World {
                 Action::DeleteReplicaSet { name, .. } => self.rss.retain(|r| r.metadata.name.as_ref() != Some(name)),
                 Action::AnnotateDeployment(a) => {
                     self.d.metadata.annotations.get_or_insert_with(BTreeMap::new).extend(a.clone());
+                }
+                Action::UpdateDeploymentStatus { annotations, status } => {
+                    self.d.metadata.annotations.get_or_insert_with(BTreeMap::new).extend(annotations.clone());
+                    self.d.status = Some(status.clone());
+                    self.mid_sync_writes += 1;
                 }
                 Action::Event { message, .. } => self.events.push(message.clone()),
             }
@@ -217,6 +224,13 @@ fn a_new_deployment_reports_the_upstream_status_sequence() {
     assert_eq!(annotation(&rs.metadata, REVISION), Some("1"));
     assert_eq!(rs_replicas(rs), 3);
     assert_eq!(w.revision(), Some("1"));
+    // Upstream's getNewReplicaSet writes the revision and Progressing=NewReplicaSetCreated mid-sync; the sync's
+    // final status write then conflicts (a stale resourceVersion), so observedGeneration follows a sync later.
+    assert_eq!(w.mid_sync_writes, 1);
+    assert_eq!(plan.status, None);
+    assert_eq!(w.status().observed_generation, None);
+    assert_eq!(w.cond(PROGRESSING).1, NEW_RS_CREATED);
+    w.sync();
 
     // Just created: nothing reported by the ReplicaSet yet.
     assert_eq!(w.status().observed_generation, Some(1));
@@ -272,6 +286,10 @@ fn a_rolling_update_surges_and_scales_down_as_new_pods_become_available() {
     assert_eq!(w.revision(), Some("2"));
     assert_eq!(w.cond(PROGRESSING).1, NEW_RS_CREATED);
     assert_eq!(w.status().conditions.unwrap()[1].last_transition_time, since, "status stayed True");
+    assert_eq!(w.status().observed_generation, Some(1), "the final status write conflicted");
+    w.sync();
+    // The resync sees the old ReplicaSet at 3: the surge allows a second new pod.
+    assert_eq!(w.sizes(), [("app:1".to_string(), 3), ("app:2".to_string(), 2)]);
     assert_eq!(w.status().observed_generation, Some(2));
     // Old pods still serve while the new version is not rolled out.
     assert_eq!(w.cond(AVAILABLE).0, "True");
@@ -280,7 +298,7 @@ fn a_rolling_update_surges_and_scales_down_as_new_pods_become_available() {
     // New pods start but are not ready yet: the old ones stay available, the rollout waits.
     w.pods(|image| image == "app:1");
     w.sync();
-    assert_eq!(w.counters(), [4, 1, 3, 3, 1]);
+    assert_eq!(w.counters(), [5, 2, 3, 3, 2]);
     assert_eq!(w.sizes(), [("app:1".to_string(), 3), ("app:2".to_string(), 2)]);
     assert_eq!(w.cond(PROGRESSING).1, RS_UPDATED);
     w.pods(|image| image == "app:1");
@@ -301,6 +319,7 @@ fn a_rollout_without_progress_misses_its_deadline() {
     w.d.spec.as_mut().unwrap().progress_deadline_seconds = Some(30);
     w.settle(ready_all);
     w.set_image("broken:1");
+    w.sync();
     w.sync();
     w.pods(|image| image != "broken:1");
     w.sync();
@@ -403,8 +422,18 @@ fn a_paused_deployment_reports_unknown_progress_and_does_not_roll_out() {
     assert!(plan.actions.is_empty(), "{plan:?}");
     assert_eq!(w.status().observed_generation, Some(3));
     w.spec_mut().paused = Some(false);
+    let writes = w.mid_sync_writes;
     w.sync();
-    assert_eq!(w.cond(PROGRESSING).1, NEW_RS_CREATED);
+    // checkPausedConditions writes DeploymentResumed mid-sync; the new ReplicaSet is created, but writing its
+    // Progressing=NewReplicaSetCreated conflicts and ends the sync, and the next sync finds the condition set.
+    assert_eq!(w.cond(PROGRESSING).1, RESUMED);
+    assert_eq!(w.mid_sync_writes, writes + 1);
+    assert!(w.sizes().iter().any(|(image, _)| image == "app:2"), "the new ReplicaSet was created");
+    w.sync();
+    assert_eq!(w.cond(PROGRESSING).1, RESUMED);
+    w.pods(|image| image == "app:1");
+    w.sync();
+    assert_eq!(w.cond(PROGRESSING).1, RS_UPDATED);
     w.settle(ready_all);
     assert!(w.rollout_done());
 }

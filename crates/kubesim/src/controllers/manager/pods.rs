@@ -72,7 +72,14 @@ impl Manager {
                 };
                 let pod = self.wrote(&rt, out.object);
                 if self.config.ready_delay.is_zero() {
-                    self.start_pod(key, &uid, &pod);
+                    // Started on the next pass, not in this one: as with a real scheduler and kubelet, the
+                    // ReplicaSet controller reports the created pods (not yet ready) before they become Ready, and
+                    // the Deployment controller sees that intermediate status (Progressing=ReplicaSetUpdated).
+                    if let Some(run) = self.runs.get_mut(&uid) {
+                        run.stage = Stage::Starting;
+                        run.due = now;
+                    }
+                    self.schedule(Duration::ZERO, Work::Pod(key.clone()));
                 } else {
                     let status = kubelet::scheduled_status(&pod, now_seconds());
                     self.write_pod_status(key, &pod, status);
