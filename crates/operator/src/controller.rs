@@ -30,7 +30,7 @@ use crate::keylock::KeyLocks;
 use crate::metrics::Metrics;
 use crate::reconcile;
 use crate::written::WrittenStatuses;
-use microservice_core::crd::Microservice;
+use microservice_core::crd::{Microservice, Phase};
 use microservice_core::profile::PlatformProfile;
 
 pub use crate::identity::CONTROLLER_NAME;
@@ -130,6 +130,7 @@ fn spawn_microservice_cache(
     triggers: Arc<Triggers>,
     written: Arc<WrittenStatuses>,
     health: Arc<Health>,
+    metrics: Arc<Metrics>,
 ) -> (Store<Microservice>, JoinHandle<()>) {
     let (reader, writer) = reflector::store();
     let stream = watcher(api, config)
@@ -142,19 +143,31 @@ fn spawn_microservice_cache(
         })
         .reflect(writer);
     health.watch_started();
+    // The phase metric (`microservice_objects{phase}`) follows this same watch: it runs on standbys too, so every
+    // replica reports the same counts.
+    let phase = |ms: &Microservice| ms.status.as_ref().and_then(|s| s.phase);
     let task = tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
+        let mut listing: Option<Vec<(String, Option<Phase>)>> = None;
         while let Some(event) = stream.next().await {
             match event {
                 Ok(watcher::Event::Apply(ms) | watcher::Event::InitApply(ms)) => {
-                    let (namespace, name) = (ms.namespace().unwrap_or_default(), ms.name_any());
-                    written.seen(&format!("{namespace}/{name}"), ms.metadata.resource_version.as_deref().unwrap_or(""));
-                    triggers.reconcile(&namespace, &name);
+                    let key = reconcile::key(&ms);
+                    written.seen(&key, ms.metadata.resource_version.as_deref().unwrap_or(""));
+                    // A (re-)list replaces the counts at its end; a change moves one object.
+                    match listing.as_mut() {
+                        Some(listed) => listed.push((key, phase(&ms))),
+                        None => metrics.observe_phase(&key, phase(&ms)),
+                    }
+                    triggers.reconcile(&ms.namespace().unwrap_or_default(), &ms.name_any());
                 }
                 Ok(watcher::Event::Delete(ms)) => {
-                    written.forget(&format!("{}/{}", ms.namespace().unwrap_or_default(), ms.name_any()));
+                    let key = reconcile::key(&ms);
+                    written.forget(&key);
+                    metrics.forget_phase(&key);
                 }
-                Ok(watcher::Event::Init | watcher::Event::InitDone) => {}
+                Ok(watcher::Event::Init) => listing = Some(Vec::new()),
+                Ok(watcher::Event::InitDone) => metrics.reset_phases(listing.take().unwrap_or_default()),
                 Err(err) => warn!(error = %err, "Microservice watch failed; retrying with backoff"),
             }
         }
@@ -242,6 +255,7 @@ pub async fn run_elected(
         triggers.clone(),
         written.clone(),
         health.clone(),
+        metrics.clone(),
     );
     let mut tasks = AbortOnDrop(vec![ms_task]);
     // The Microservices first, so the children's drift verdicts are judged as their events arrive.

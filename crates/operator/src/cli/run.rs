@@ -5,9 +5,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use kube::api::ListParams;
-use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 
 use crate::connection::{ConfigError, crd_missing, scoped_api};
@@ -21,7 +19,7 @@ use crate::metrics::Metrics;
 pub use crate::settings::{MIN_RESYNC_INTERVAL, RunArgs};
 use crate::settings::{PodEnvironment, Settings, SettingsError};
 use crate::telemetry::{self, TelemetryError};
-use crate::{connection, http, reconcile};
+use crate::{connection, http};
 use microservice_core::crd::Microservice;
 
 /// How long the API server may take to answer the start-up `/version` request.
@@ -152,11 +150,6 @@ async fn run_operator(args: RunArgs) -> Result<(), RunError> {
         .map(|e| format!("{}/{}", e.namespace.as_deref().unwrap_or_default(), e.lease_name))
         .unwrap_or_default();
 
-    let phases = tokio::spawn(track_phases(
-        scoped_api(&client, settings.config.namespace.as_deref()),
-        settings.config.selector.clone(),
-        metrics.clone(),
-    ));
     let (stop_controller, controller_stopped) = tokio::sync::oneshot::channel::<()>();
     let mut controller = tokio::spawn(controller::run_elected(
         client,
@@ -209,7 +202,6 @@ async fn run_operator(args: RunArgs) -> Result<(), RunError> {
             }
         }
     };
-    phases.abort();
     // Release the Lease in every case: a standby takes over at once instead of after the lease duration.
     leadership.release(LEASE_RELEASE).await;
     let _ = stop_http.send(());
@@ -262,37 +254,6 @@ async fn can_list(client: &Client, settings: &Settings) -> Result<(), RunError> 
             reason: connection::describe_status(status.code, &status.reason, &status.message),
         }),
         Err(e) => Err(RunError::List { scope, reason: connection::describe(&e) }),
-    }
-}
-
-/// Keeps `microservice_objects{phase}` current from a watch of the Microservices in scope. It runs on standbys too,
-/// so every replica reports the same counts.
-async fn track_phases(api: Api<Microservice>, selector: Option<String>, metrics: Arc<Metrics>) {
-    let mut config = watcher::Config::default();
-    if let Some(selector) = &selector {
-        config = config.labels(selector);
-    }
-    follow_phases(watcher(api, config), &metrics).await;
-}
-
-/// Applies watch events to the phase metric. An error is one warning; the retry waits kube-runtime's default
-/// backoff (growing to 30s), so an outage is not a warning every second.
-pub async fn follow_phases(
-    events: impl futures::Stream<Item = Result<watcher::Event<Microservice>, watcher::Error>> + Send,
-    metrics: &Metrics,
-) {
-    let phase = |ms: &Microservice| ms.status.as_ref().and_then(|s| s.phase);
-    let mut listing = Vec::new();
-    let mut events = events.default_backoff().boxed();
-    while let Some(event) = events.next().await {
-        match event {
-            Ok(watcher::Event::Init) => listing.clear(),
-            Ok(watcher::Event::InitApply(ms)) => listing.push((reconcile::key(&ms), phase(&ms))),
-            Ok(watcher::Event::InitDone) => metrics.reset_phases(listing.drain(..)),
-            Ok(watcher::Event::Apply(ms)) => metrics.observe_phase(&reconcile::key(&ms), phase(&ms)),
-            Ok(watcher::Event::Delete(ms)) => metrics.forget_phase(&reconcile::key(&ms)),
-            Err(e) => warn!(error = %e, "watching Microservices for the phase metric failed; retrying with backoff"),
-        }
     }
 }
 
