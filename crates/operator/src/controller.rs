@@ -21,7 +21,7 @@ use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
 use crate::backoff::{Backoff, BackoffPolicy};
-use crate::children::{self, ChildCache, DeploymentView, HpaView, ServiceView};
+use crate::children::{self, ChildCache, DeploymentView};
 use crate::connection::scoped_api as api;
 use crate::error::{Class, Error};
 use crate::events::Publisher;
@@ -33,6 +33,7 @@ use crate::written::WrittenStatuses;
 use microservice_core::crd::{Microservice, Phase};
 use microservice_core::profile::PlatformProfile;
 
+pub use crate::context::Context;
 pub use crate::identity::CONTROLLER_NAME;
 
 /// Reconciles running at once in the Ready lane (beside the Controller's own `concurrency`).
@@ -67,21 +68,6 @@ impl Default for Config {
             instance: None,
         }
     }
-}
-
-/// Everything a reconcile needs, shared by all of them.
-pub struct Context {
-    pub client: Client,
-    pub profile: PlatformProfile,
-    pub microservices: Store<Microservice>,
-    pub deployments: Arc<ChildCache<DeploymentView>>,
-    pub services: Arc<ChildCache<ServiceView>>,
-    pub hpas: Arc<ChildCache<HpaView>>,
-    pub events: Publisher,
-    pub backoff: Backoff,
-    pub metrics: Arc<Metrics>,
-    pub written: Arc<WrittenStatuses>,
-    pub locks: KeyLocks,
 }
 
 type Queue = mpsc::UnboundedSender<ObjectRef<Microservice>>;

@@ -5,6 +5,7 @@ pub mod backoff;
 pub mod children;
 pub mod cli;
 pub mod connection;
+pub mod context;
 pub mod controller;
 pub mod error;
 pub mod events;

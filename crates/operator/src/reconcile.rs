@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tracing::{info, instrument};
 
 use crate::children::{Child, ChildCache, DeploymentView, digest_of, exact, judge_values};
-use crate::controller::Context;
+use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::events::{Event, EventType};
 use crate::metrics::ChildLabels;
