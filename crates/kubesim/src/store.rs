@@ -96,6 +96,9 @@ pub enum Mutation {
     Put(Value),
     /// Remove the object.
     Delete,
+    /// Remove the object an update has just finalized (its last finalizer removed while it was being deleted).
+    /// Upstream answers that update with this object, as the update left it, at the resourceVersion it had.
+    Finalize(Value),
     /// Nothing changes: no resourceVersion is consumed and no event is sent.
     Keep,
 }
@@ -277,7 +280,7 @@ impl State {
         let old = self.get(&key, &obj_key);
         match mutation {
             Mutation::Keep => Committed::Unchanged(old),
-            Mutation::Delete => {
+            Mutation::Delete | Mutation::Finalize(_) => {
                 let Some(old) = old else { return Committed::Unchanged(None) };
                 if let Some(m) = self.objects.by_resource.get_mut(&key) {
                     m.remove(&obj_key);

@@ -105,19 +105,26 @@ impl Cluster {
         }
         if opts.dry_run {
             let object = match &mutation {
-                Mutation::Put(v) => present(rt, v),
+                Mutation::Put(v) | Mutation::Finalize(v) => present(rt, v),
                 _ => present(rt, &cur),
             };
             return Ok(WriteOutcome { object, created: false, warnings });
         }
+        let finalized = match &mutation {
+            Mutation::Finalize(last) => Some(last.clone()),
+            _ => None,
+        };
         let committed = st.commit(rt, key, mutation);
         if let Committed::Put { object, .. } = &committed {
             strategy(rt).stored(self, object);
         }
-        let object = match committed {
-            Committed::Put { object, .. } | Committed::Deleted(object) => object,
-            Committed::Unchanged(Some(o)) => o,
-            Committed::Unchanged(None) => return Err(ApiError::not_found(&rt.plural, &rt.group, name)),
+        let object = match (committed, finalized) {
+            (Committed::Deleted(_), Some(last)) => {
+                return Ok(WriteOutcome { object: present(rt, &last), created: false, warnings });
+            }
+            (Committed::Put { object, .. } | Committed::Deleted(object), _) => object,
+            (Committed::Unchanged(Some(o)), _) => o,
+            (Committed::Unchanged(None), _) => return Err(ApiError::not_found(&rt.plural, &rt.group, name)),
         };
         Ok(WriteOutcome { object: present(rt, &object), created: false, warnings })
     }
@@ -200,7 +207,7 @@ impl Cluster {
             return Ok(Mutation::Keep);
         }
         if is_deleting(&new) && finalizers(&new).is_empty() && strategy(rt).removed_when_finalized() {
-            return Ok(Mutation::Delete);
+            return Ok(Mutation::Finalize(new));
         }
         Ok(Mutation::Put(new))
     }
