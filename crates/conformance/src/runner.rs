@@ -367,26 +367,16 @@ async fn read_sequence(
     let err = |message: String| Error::Request { step: label.into(), message };
     let deadline = tokio::time::Instant::now() + Duration::from_secs(spec.timeout_seconds);
     let mut collector = Collector::default();
-    let mut buf: Vec<u8> = Vec::new();
+    let mut lines = Lines::default();
     loop {
-        let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
-            Err(_) | Ok(None) => {
-                let last = collector.tuples.last().map(Value::to_string).unwrap_or_else(|| "none".into());
-                return Err(err(format!(
-                    "not settled ({:?}) within {}s or the watch ended; last status {last}",
-                    spec.until, spec.timeout_seconds
-                )));
-            }
-            Ok(Some(Err(e))) => return Err(err(e.to_string())),
-            Ok(Some(Ok(f))) => f,
+        let Some(read) = lines.next(body, deadline).await.map_err(err)? else {
+            let last = collector.tuples.last().map(Value::to_string).unwrap_or_else(|| "none".into());
+            return Err(err(format!(
+                "not settled ({:?}) within {}s or the watch ended; last status {last}",
+                spec.until, spec.timeout_seconds
+            )));
         };
-        let Ok(data) = frame.into_data() else { continue };
-        buf.extend_from_slice(&data);
-        while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = buf.drain(..=pos).collect();
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
+        for line in read {
             let event: Value = serde_json::from_slice(&line).map_err(|e| err(format!("watch event: {e}")))?;
             let object = event.get("object").cloned().unwrap_or(Value::Null);
             match event.get("type").and_then(Value::as_str) {
@@ -411,21 +401,13 @@ async fn read_events(
     label: &str,
 ) -> Result<Vec<Value>, Error> {
     let deadline = tokio::time::Instant::now() + timeout;
-    let mut buf: Vec<u8> = Vec::new();
+    let mut lines = Lines::default();
     let mut events = Vec::new();
     while events.len() < n {
-        let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
-            Err(_) | Ok(None) => break,
-            Ok(Some(Err(e))) => return Err(Error::Request { step: label.into(), message: e.to_string() }),
-            Ok(Some(Ok(f))) => f,
-        };
-        let Ok(data) = frame.into_data() else { continue };
-        buf.extend_from_slice(&data);
-        while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = buf.drain(..=pos).collect();
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
+        let read =
+            lines.next(body, deadline).await.map_err(|message| Error::Request { step: label.into(), message })?;
+        let Some(read) = read else { break };
+        for line in read {
             events.push(
                 serde_json::from_slice(&line).unwrap_or_else(|_| json!({"unparsed": String::from_utf8_lossy(&line)})),
             );
@@ -435,6 +417,39 @@ async fn read_events(
         }
     }
     Ok(events)
+}
+
+/// Newline-delimited watch events from a streamed body, as they arrive.
+#[derive(Default)]
+struct Lines {
+    buf: Vec<u8>,
+}
+
+impl Lines {
+    /// The complete, non-blank lines the next frame finished (possibly none); None when `deadline` passed or the
+    /// stream ended.
+    async fn next(
+        &mut self,
+        body: &mut kube::client::Body,
+        deadline: tokio::time::Instant,
+    ) -> Result<Option<Vec<Vec<u8>>>, String> {
+        let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
+            Err(_) | Ok(None) => return Ok(None),
+            Ok(Some(Err(e))) => return Err(e.to_string()),
+            Ok(Some(Ok(f))) => f,
+        };
+        let mut lines = Vec::new();
+        if let Ok(data) = frame.into_data() {
+            self.buf.extend_from_slice(&data);
+            while let Some(pos) = self.buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.buf.drain(..=pos).collect();
+                if !line.iter().all(u8::is_ascii_whitespace) {
+                    lines.push(line);
+                }
+            }
+        }
+        Ok(Some(lines))
+    }
 }
 
 #[cfg(test)]
