@@ -1,6 +1,7 @@
 //! What kube-apiserver's audit log says each client sent: the real server's answer to "how many writes did the
 //! operator make?", by user, verb, resource and response code.
 
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -79,17 +80,24 @@ impl AuditLog {
     /// The resource requests logged from byte `offset` on, and the offset after the last complete line: a reader
     /// that keeps up with a long run reads each line once. A line being written is left for the next call.
     pub fn requests_from(&self, offset: u64) -> (Vec<Request>, u64) {
-        let Ok(bytes) = std::fs::read(&self.path) else { return (Vec::new(), offset) };
-        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(bytes.len());
-        let Some(end) = bytes[start..].iter().rposition(|b| *b == b'\n').map(|i| start + i + 1) else {
+        // Only the part not read yet: a long run's log grows to many megabytes and is polled often.
+        let mut bytes = Vec::new();
+        let read = std::fs::File::open(&self.path).and_then(|mut file| {
+            file.seek(SeekFrom::Start(offset))?;
+            file.read_to_end(&mut bytes)
+        });
+        if read.is_err() {
+            return (Vec::new(), offset);
+        }
+        let Some(end) = bytes.iter().rposition(|b| *b == b'\n').map(|i| i + 1) else {
             return (Vec::new(), offset);
         };
-        let requests = bytes[start..end]
+        let requests = bytes[..end]
             .split(|b| *b == b'\n')
             .filter_map(|line| serde_json::from_slice::<Event>(line).ok())
             .filter_map(Request::from_event)
             .collect();
-        (requests, end as u64)
+        (requests, offset + end as u64)
     }
 
     /// Requests from `user` with this verb on this resource that the server accepted (below 300).
