@@ -74,31 +74,30 @@ impl Seen {
         let generation = obj.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
         let ready = ready_for_current_generation(obj);
         let wanted = serde_json::from_value::<Microservice>(obj.clone()).ok().and_then(|ms| Want::of(&ms, profile));
-        match wanted {
-            Some(w) if self.want.get(name) != Some(&w) => {
+        match &wanted {
+            Some(w) if self.want.get(name) != Some(w) => {
                 // A new generation's want: an earlier completion does not count for it.
-                let complete = self.deployments.get(name).is_some_and(|d| d.complete_for(&w));
+                let complete = self.deployments.get(name).is_some_and(|d| d.complete_for(w));
                 if complete {
                     self.complete_at.entry(name.to_string()).or_insert(at);
                 } else {
                     self.complete_at.remove(name);
                 }
-                self.want.insert(name.to_string(), w);
+                self.want.insert(name.to_string(), w.clone());
             }
             _ => {}
         }
         if ready {
             self.ready_checked += 1;
-            let want = serde_json::from_value::<Microservice>(obj.clone()).ok().and_then(|ms| Want::of(&ms, profile));
             let deployment = self.deployments.get(name);
-            let complete = match (&want, deployment) {
+            let complete = match (&wanted, deployment) {
                 (Some(want), Some(d)) => d.complete_for(want),
                 _ => false,
             };
             if !complete {
                 self.early_ready.push(format!(
                     "{name} reported Ready for generation {generation} while its rollout was incomplete (wanted \
-                     {want:?}; Deployment: {})",
+                     {wanted:?}; Deployment: {})",
                     deployment.map_or_else(|| "absent".to_string(), DeploymentView::describe)
                 ));
             }
