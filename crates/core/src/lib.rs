@@ -10,6 +10,7 @@ pub mod drift;
 pub mod image;
 pub mod next_step;
 pub mod ownership;
+pub mod plan;
 pub mod profile;
 pub mod reason;
 pub mod status;

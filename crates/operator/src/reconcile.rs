@@ -1,10 +1,13 @@
-//! One reconcile of one Microservice: a thin layer of I/O around the pure functions (contract, desired state,
-//! ownership, drift, status). Reads come from the controller's caches; writes happen only when something differs.
+//! One reconcile of one Microservice: the executor of the pure plan (`microservice_core::plan`). Reads come from
+//! the controller's caches (the live object only when a plan asks to judge it); each child's plan is sent as it
+//! says; the status is computed from what the server answered and written when `plan::status_write` says so.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::controller::Action;
@@ -18,12 +21,13 @@ use crate::error::{Error, Result};
 use crate::events::{Event, EventType};
 use crate::metrics::ChildLabels;
 use microservice_core::contract::{self, Contract};
-use microservice_core::crd::{AcceptedContract, Microservice, MicroserviceSpec, MicroserviceStatus};
-use microservice_core::desired::{HANDOVER_ANNOTATION, MANAGER, desired_deployment, desired_hpa, desired_service};
+use microservice_core::crd::{AcceptedContract, Microservice, MicroserviceStatus};
+use microservice_core::desired::{MANAGER, desired_deployment, desired_hpa, desired_service};
 use microservice_core::drift;
-use microservice_core::ownership::{
-    ChildKind, Conflict, Ownership, conflict, handover_cleanup_patch, ownership, ownership_upgrade_patch,
-    selector_conflict,
+use microservice_core::ownership::{ChildKind, Conflict, handover_cleanup_patch, ownership_upgrade_patch};
+use microservice_core::plan::{
+    ChildPlan, Deed, Live, StatusWrite, Write, as_accepted, plan_autoscaler_removal, plan_child, plan_deployment,
+    status_write, tell,
 };
 use microservice_core::reason::Reason;
 use microservice_core::status::{compute_status, status_events, whole_seconds, with_failure};
@@ -81,58 +85,40 @@ async fn converge(ms: &Microservice, ctx: &Context) -> Result<Action> {
         // ownerReferences): writing children now would re-attach them to an owner about to vanish.
         return Ok(Action::await_change());
     }
-    let namespace = ms.namespace().ok_or(Error::MissingMetadata("namespace"))?;
-    let name = ms.metadata.name.clone().ok_or(Error::MissingMetadata("name"))?;
     let now = now();
     let previous = ms.status.clone().unwrap_or_default();
-
     let contract = contract::validate_object(ms, &ctx.profile);
-    let valid = match &contract {
-        Ok(valid) => valid,
-        Err(violations) => {
+    let (deployment, service, conflicts) = match &contract {
+        Ok(valid) => {
+            let mut report = Report::default();
+            let children = converge_children(ms, ctx, valid, &previous, &mut report).await;
+            // What was done is told even when a later step failed.
+            report.publish(ms, ctx).await;
+            let (deployment, service) = children?;
+            (deployment, service, report.conflicts)
+        }
+        Err(_) => {
             // The spec is refused until its next generation; what the last accepted one asked for keeps running,
             // and is repaired like any drift, so an invalid spec never takes the service down.
             if let Some(last) = &previous.last_accepted {
-                keep_last_accepted(ms, ctx, last, &namespace, &name, &previous).await?;
+                keep_last_accepted(ms, ctx, last, &previous).await?;
             }
-            let new = compute_status(ms, &contract, None, None, &[], &now);
-            return match write_status(ms, ctx, &previous, &new).await? {
-                Written::Yes => {
-                    let reason = violations.first().map_or(Reason::InvalidSpec, |v| v.reason).as_str();
-                    info!(reason, "spec refused by the platform contract: {}", contract::summarize(violations));
-                    emit_status_events(ms, ctx, &previous, &new).await;
-                    Ok(Action::await_change())
-                }
-                Written::No => Ok(Action::await_change()),
-                Written::Later(after) => Ok(Action::requeue(after)),
-            };
+            (None, None, Vec::new())
         }
     };
-
-    let mut report = Report::default();
-    let children = async {
-        let deployment = converge_deployment(ms, ctx, valid, &namespace, &name, &previous, &mut report).await?;
-        let desired = desired_service(ms, &ctx.profile)?;
-        let live = ctx.services.get(&namespace, &name);
-        let service = converge_child(ms, ctx, &ctx.services, desired, live, &previous, &mut report).await?;
-        converge_autoscaler(ms, ctx, valid, &namespace, &name, &previous, &mut report).await?;
-        Ok::<_, Error>((deployment.map(|d| d.to_deployment()), service.map(|s| s.to_service())))
-    }
-    .await;
-    // What was done is told even when a later step failed.
-    report.publish(ms, ctx).await;
-    let conflicts = report.conflicts;
-    let (deployment, service) = children?;
-
     let new = compute_status(ms, &contract, deployment.as_ref(), service.as_ref(), &conflicts, &now);
-    match write_status(ms, ctx, &previous, &new).await? {
-        Written::Yes => {
-            emit_status_events(ms, ctx, &previous, &new).await;
-            Ok(Action::await_change())
+    let written = write_status(ms, ctx, &previous, &new).await?;
+    if written == StatusWrite::Now {
+        if let Err(violations) = &contract {
+            let reason = violations.first().map_or(Reason::InvalidSpec, |v| v.reason).as_str();
+            info!(reason, "spec refused by the platform contract: {}", contract::summarize(violations));
         }
-        Written::No => Ok(Action::await_change()),
-        Written::Later(after) => Ok(Action::requeue(after)),
+        emit_status_events(ms, ctx, &previous, &new).await;
     }
+    Ok(match written {
+        StatusWrite::Later(after) => Action::requeue(after),
+        StatusWrite::Now | StatusWrite::Skip => Action::await_change(),
+    })
 }
 
 /// Converges the children to the last accepted generation's contract (while the current one is refused).
@@ -140,20 +126,9 @@ async fn keep_last_accepted(
     ms: &Microservice,
     ctx: &Context,
     last: &AcceptedContract,
-    namespace: &str,
-    name: &str,
     previous: &MicroserviceStatus,
 ) -> Result<()> {
-    // The children are built as for that generation: its spec, and its number in the generation annotation.
-    let mut accepted = ms.clone();
-    accepted.spec = MicroserviceSpec {
-        image: last.image.clone(),
-        port: last.port,
-        // Autoscaled, the bounds come back and the count stays the HorizontalPodAutoscaler's.
-        replicas: last.autoscaling.is_none().then_some(last.replicas),
-        autoscaling: last.autoscaling.clone(),
-    };
-    accepted.metadata.generation = Some(last.generation);
+    let accepted = as_accepted(ms, last);
     let Ok(contract) = contract::validate_object(&accepted, &ctx.profile) else {
         // The platform profile changed since: the old contract is no longer one the operator may deploy.
         info!(generation = last.generation, "the last accepted generation no longer satisfies the contract");
@@ -162,17 +137,48 @@ async fn keep_last_accepted(
     // That generation was acted on: anything missing or changed now is a repair.
     let acted = MicroserviceStatus { observed_generation: Some(last.generation), ..previous.clone() };
     let mut report = Report::default();
-    let children = async {
-        converge_deployment(&accepted, ctx, &contract, namespace, name, &acted, &mut report).await?;
-        let desired = desired_service(&accepted, &ctx.profile)?;
-        let live = ctx.services.get(namespace, name);
-        converge_child(&accepted, ctx, &ctx.services, desired, live, &acted, &mut report).await?;
-        converge_autoscaler(&accepted, ctx, &contract, namespace, name, &acted, &mut report).await?;
-        Ok::<_, Error>(())
-    }
-    .await;
+    let children = converge_children(&accepted, ctx, &contract, &acted, &mut report).await;
     report.publish(ms, ctx).await;
-    children
+    children.map(|_| ())
+}
+
+/// The Deployment, the Service and the HorizontalPodAutoscaler (or its removal), each planned and then written;
+/// returns the Deployment and the Service as last seen, for status.
+async fn converge_children(
+    ms: &Microservice,
+    ctx: &Context,
+    contract: &Contract,
+    previous: &MicroserviceStatus,
+    report: &mut Report,
+) -> Result<(Option<Deployment>, Option<Service>)> {
+    let namespace = ms.namespace().ok_or(Error::MissingMetadata("namespace"))?;
+    let name = ms.metadata.name.clone().ok_or(Error::MissingMetadata("name"))?;
+
+    let desired = desired_deployment(ms, contract, &ctx.profile)?;
+    let live = ctx.deployments.get(&namespace, &name);
+    let live_deployment = live.as_deref().map(DeploymentView::to_deployment);
+    let plan = |l: Option<&Live>| plan_deployment(ms, &desired, l.zip(live_deployment.as_ref()), previous);
+    let deployment = converge_child(ms, ctx, &ctx.deployments, &desired, live, plan, report).await?;
+
+    let desired = desired_service(ms, &ctx.profile)?;
+    let live = ctx.services.get(&namespace, &name);
+    let plan = |l: Option<&Live>| plan_child(ms, ChildKind::Service, &desired, l, previous);
+    let service = converge_child(ms, ctx, &ctx.services, &desired, live, plan, report).await?;
+
+    let live = ctx.hpas.get(&namespace, &name);
+    if let Some(bounds) = contract.scaling.autoscaling() {
+        let desired = desired_hpa(ms, &bounds, &ctx.profile)?;
+        let plan = |l: Option<&Live>| plan_child(ms, ChildKind::HorizontalPodAutoscaler, &desired, l, previous);
+        converge_child(ms, ctx, &ctx.hpas, &desired, live, plan, report).await?;
+    } else {
+        let plan = plan_autoscaler_removal(
+            ms,
+            &name,
+            live.as_deref().map(|v| live_of::<HorizontalPodAutoscaler>(v, "")).as_ref(),
+        );
+        perform(ms, ctx, &ctx.hpas, &name, live, plan, None, report).await?;
+    }
+    Ok((deployment.map(|d| d.to_deployment()), service.map(|s| s.to_service())))
 }
 
 /// One Event per state the status entered that status alone does not tell (see `status::status_events`).
@@ -183,109 +189,38 @@ async fn emit_status_events(ms: &Microservice, ctx: &Context, previous: &Microse
     }
 }
 
-/// What a reconcile found (children it may not write) and did to its children. What it did is told at the end as
-/// one Event per reason naming every child concerned (one "Created" for the Deployment and the Service).
+/// What a reconcile found (children it may not write) and did to its children, told at the end (`plan::tell`).
 #[derive(Default)]
 struct Report {
     conflicts: Vec<Conflict>,
-    done: Vec<(&'static str, ChildKind, String)>,
+    deeds: Vec<Deed>,
 }
 
 impl Report {
-    fn did(&mut self, reason: &'static str, kind: ChildKind, note: String) {
-        self.done.push((reason, kind, note));
-    }
-
     async fn publish(&self, ms: &Microservice, ctx: &Context) {
-        let mut reasons: Vec<&'static str> = self.done.iter().map(|(reason, _, _)| *reason).collect();
-        reasons.dedup();
-        for reason in reasons {
-            let (kinds, notes): (Vec<&str>, Vec<&str>) = self
-                .done
-                .iter()
-                .filter(|(r, _, _)| *r == reason)
-                .map(|(_, kind, note)| (kind.as_str(), note.as_str()))
-                .unzip();
-            // The action names the children, so a later Event about another child is its own series.
-            let action = format!("{reason}{}", kinds.join("And"));
-            publish(ctx, ms, EventType::Normal, reason, &action, notes.join("; ")).await;
+        for told in tell(&self.deeds) {
+            publish(ctx, ms, EventType::Normal, told.reason.as_str(), &told.action, told.note).await;
         }
     }
 }
 
-async fn converge_deployment(
-    ms: &Microservice,
-    ctx: &Context,
-    contract: &Contract,
-    namespace: &str,
-    name: &str,
-    previous: &MicroserviceStatus,
-    report: &mut Report,
-) -> Result<Option<Arc<DeploymentView>>> {
-    let desired = desired_deployment(ms, contract, &ctx.profile)?;
-    let live = ctx.deployments.get(namespace, name);
-    // A selector is immutable: a Deployment selecting other pods can never become ours, handed over or not.
-    if let Some(live) = &live {
-        let meta = live.meta.object_meta();
-        if ownership(ms, Some(&meta)).writable()
-            && let Some(problem) = selector_conflict(ms, &desired, &live.to_deployment())
-        {
-            info!(child = "Deployment", "cannot adopt: {}", problem.message);
-            report.conflicts.push(problem);
-            return Ok(None);
-        }
-    }
-    converge_child(ms, ctx, &ctx.deployments, desired, live, previous, report).await
+/// A cached child as the plan sees it; its verdict counts only when judged against the desired object whose
+/// digest is `digest`.
+fn live_of<K: Child>(view: &K::View, digest: &str) -> Live {
+    let meta = K::view_meta(view);
+    let changed = meta.verdict.as_ref().filter(|v| v.desired_digest == digest).map(|v| v.changed.clone());
+    Live { meta: meta.object_meta(), changed }
 }
 
-/// The HorizontalPodAutoscaler while the contract is autoscaled, converged like any child. Otherwise the one this
-/// Microservice controls (and only that one) is deleted: with the fixed count applied again to the Deployment,
-/// nothing else may scale it, or the two would fight.
-async fn converge_autoscaler(
-    ms: &Microservice,
-    ctx: &Context,
-    contract: &Contract,
-    namespace: &str,
-    name: &str,
-    previous: &MicroserviceStatus,
-    report: &mut Report,
-) -> Result<()> {
-    let live = ctx.hpas.get(namespace, name);
-    if let Some(bounds) = contract.scaling.autoscaling() {
-        let desired = desired_hpa(ms, &bounds, &ctx.profile)?;
-        converge_child(ms, ctx, &ctx.hpas, desired, live, previous, report).await?;
-        return Ok(());
-    }
-    let Some(live) = live else { return Ok(()) };
-    if ownership(ms, Some(&live.meta.object_meta())) != Ownership::Owned {
-        // Someone else's HPA of that name: not the operator's to delete (nor, while not autoscaled, to report).
-        return Ok(());
-    }
-    let kind = ChildKind::HorizontalPodAutoscaler;
-    let api: Api<HorizontalPodAutoscaler> = Api::namespaced(ctx.client.clone(), namespace);
-    // The uid precondition: a same-name HPA made since the cache saw ours is left alone.
-    let preconditions = Preconditions { uid: Some(live.meta.uid.clone()), resource_version: None };
-    match api.delete(name, &DeleteParams { preconditions: Some(preconditions), ..DeleteParams::default() }).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(status)) if status.code == 404 => return Ok(()),
-        Err(e) => return Err(Error::api(format!("delete {kind} {name}"), e)),
-    }
-    ctx.metrics.wrote(kind.resource(), "delete");
-    let note = format!("deleted {kind} {name}: autoscaling is off, the spec's replicas apply");
-    info!(child = kind.as_str(), "{note}");
-    report.did(Reason::Updated.as_str(), kind, note);
-    Ok(())
-}
-
-/// Creates, repairs, adopts or leaves alone one child. Returns the child as last seen (None when it belongs to
-/// someone else, recorded in `conflicts`).
+/// Plans one child from the cache and performs the plan. When the plan needs the live object judged (the cached
+/// verdict is for another desired object), reads it once, keeps the verdict in the cache and plans again.
 async fn converge_child<K>(
     ms: &Microservice,
     ctx: &Context,
     cache: &ChildCache<K::View>,
-    desired: K,
-    live: Option<Arc<K::View>>,
-    previous: &MicroserviceStatus,
+    desired: &K,
+    view: Option<Arc<K::View>>,
+    planner: impl Fn(Option<&Live>) -> ChildPlan<K>,
     report: &mut Report,
 ) -> Result<Option<Arc<K::View>>>
 where
@@ -294,77 +229,99 @@ where
 {
     let kind = K::KIND;
     let name = desired.name_any();
-    let namespace = ms.namespace().unwrap_or_default();
-    let api: Api<K> = Api::namespaced(ctx.client.clone(), &namespace);
-    // Acted on this generation before: a missing or drifted child now is a repair, not a rollout.
-    let acted_before = previous.observed_generation.is_some() && previous.observed_generation == ms.metadata.generation;
-    let live_meta = live.as_deref().map(|l| K::view_meta(l).object_meta());
-    let verdict = ownership(ms, live_meta.as_ref());
-    if let Some(problem) = conflict(ms, kind, &verdict) {
-        report.conflicts.push(problem);
-        return Ok(None);
+    let digest = digest_of(desired);
+    let mut live = view.as_deref().map(|v| live_of::<K>(v, &digest));
+    let mut plan = planner(live.as_ref());
+    let mut fetched = None;
+    if let (ChildPlan::Judge, Some(cached), Some(live)) = (&plan, &view, &mut live) {
+        let namespace = ms.namespace().unwrap_or_default();
+        let api: Api<K> = Api::namespaced(ctx.client.clone(), &namespace);
+        let full = api.get(&name).await.map_err(|e| Error::api(format!("read {kind} {name}"), e))?;
+        let judged = judge_values::<K>(&digest, &to_value(desired)?, &to_value(&full)?);
+        cache.judged(&namespace, &name, &K::view_meta(cached).uid, judged.clone(), K::view_meta_mut);
+        live.changed = Some(judged.changed);
+        fetched = Some(full);
+        plan = planner(Some(live));
     }
-    let Some(live) = live else {
-        // POST, not apply: a create must fail (AlreadyExists) rather than merge into an object someone else made
-        // that the cache has not shown yet.
-        let params = PostParams { field_manager: Some(MANAGER.to_string()), ..PostParams::default() };
-        let created =
-            api.create(&params, &desired).await.map_err(|e| Error::api(format!("create {kind} {name}"), e))?;
-        ctx.metrics.wrote(kind.resource(), "create");
-        let (reason, note) = if acted_before {
-            (Reason::Repaired.as_str(), format!("{kind} {name} was missing; recreated it"))
-        } else {
-            (Reason::Created.as_str(), format!("created {kind} {name}"))
-        };
-        info!(child = kind.as_str(), "{note}");
-        report.did(reason, kind, note);
-        return Ok(Some(remember(cache, &desired, &created)));
-    };
+    perform(ms, ctx, cache, &name, view, plan, fetched, report).await
+}
 
-    if verdict == Ownership::HandedOver {
-        // Take every managed field, whoever held it, and become the controller; then drop the handover note.
-        write(ctx, &api, &name, &desired, kind, None).await?;
-        let adopted = remove_handover_annotation(ctx, &api, &name, kind).await?;
-        ctx.metrics.adoptions_total.get_or_create(&ChildLabels { kind: kind.as_str() }).inc();
-        let note = format!("adopted {kind} {name}, handed over with {HANDOVER_ANNOTATION}");
-        info!(child = kind.as_str(), "{note}");
-        report.did(Reason::Adopted.as_str(), kind, note);
-        return Ok(Some(remember(cache, &desired, &adopted)));
-    }
-
-    // The cached verdict holds when it was judged against this very desired object; else judge the live object.
-    let digest = digest_of(&desired);
-    let (changed, fetched) = match K::view_meta(&live).verdict.as_ref().filter(|v| v.desired_digest == digest) {
-        Some(v) => (v.changed.clone(), None),
-        None => {
-            let full = api.get(&name).await.map_err(|e| Error::api(format!("read {kind} {name}"), e))?;
-            let judged = judge_values::<K>(&digest, &to_value(&desired)?, &to_value(&full)?);
-            cache.judged(&namespace, &name, &K::view_meta(&live).uid, judged.clone(), K::view_meta_mut);
-            (judged.changed, Some(full))
+/// Sends a child's planned writes in order and keeps what they answered in the cache; returns the child as last
+/// seen (None when it belongs to someone else, recorded in the report, or was deleted). `fetched` is the live
+/// object when it was just read, so the first apply does not read it again.
+#[allow(clippy::too_many_arguments)] // the executor's inputs: the CR, its context, the child's cache and plan
+async fn perform<K>(
+    ms: &Microservice,
+    ctx: &Context,
+    cache: &ChildCache<K::View>,
+    name: &str,
+    mut current: Option<Arc<K::View>>,
+    plan: ChildPlan<K>,
+    mut fetched: Option<K>,
+    report: &mut Report,
+) -> Result<Option<Arc<K::View>>>
+where
+    K: Child,
+    K::View: Clone,
+{
+    let (writes, deed) = match plan {
+        ChildPlan::Blocked(problem) => {
+            report.conflicts.push(problem);
+            return Ok(None);
         }
+        // A judged child has a verdict, so a plan never asks twice; nothing is written without one.
+        ChildPlan::Judge => return Ok(current),
+        ChildPlan::Writes { writes, deed } => (writes, deed),
     };
-    let mut current = live;
-    if !changed.is_empty() {
-        let written = write(ctx, &api, &name, &desired, kind, fetched).await?;
-        current = remember(cache, &desired, &written);
-        if acted_before {
-            ctx.metrics.drift_repairs_total.get_or_create(&ChildLabels { kind: kind.as_str() }).inc();
-        }
-        let fields = changed.join(", ");
-        let (reason, note) = if acted_before {
-            (Reason::Repaired.as_str(), format!("reverted changes to {kind} {name}: {fields}"))
-        } else {
-            (Reason::Updated.as_str(), format!("updated {kind} {name}: {fields}"))
+    let kind = K::KIND;
+    let api: Api<K> = Api::namespaced(ctx.client.clone(), &ms.namespace().unwrap_or_default());
+    let applied = writes.iter().any(|w| matches!(w, Write::Apply(_)));
+    for write in writes {
+        current = match write {
+            Write::Create(desired) => {
+                let params = PostParams { field_manager: Some(MANAGER.to_string()), ..PostParams::default() };
+                let created =
+                    api.create(&params, &desired).await.map_err(|e| Error::api(format!("create {kind} {name}"), e))?;
+                ctx.metrics.wrote(kind.resource(), "create");
+                Some(remember(cache, &desired, &created))
+            }
+            Write::Apply(desired) => {
+                prepare(ctx, &api, name, &desired, kind, fetched.take()).await?;
+                let applied = apply(ctx, &api, name, &desired, kind).await?;
+                Some(remember(cache, &desired, &applied))
+            }
+            Write::RemoveHandover => {
+                let cleaned = remove_handover_annotation(ctx, &api, name, kind).await?;
+                // An annotation is no managed field: the verdict of the object before still holds.
+                let verdict = current.as_deref().and_then(|v| K::view_meta(v).verdict.clone());
+                let view = K::view(&cleaned, verdict);
+                cache.wrote(view.clone(), K::view_meta);
+                Some(Arc::new(view))
+            }
+            Write::Delete { uid } => {
+                let preconditions = Preconditions { uid: Some(uid), resource_version: None };
+                let params = DeleteParams { preconditions: Some(preconditions), ..DeleteParams::default() };
+                match api.delete(name, &params).await {
+                    Ok(_) => ctx.metrics.wrote(kind.resource(), "delete"),
+                    // Gone already: nothing was done, nothing to tell.
+                    Err(kube::Error::Api(status)) if status.code == 404 => return Ok(None),
+                    Err(e) => return Err(Error::api(format!("delete {kind} {name}"), e)),
+                }
+                None
+            }
         };
-        info!(child = kind.as_str(), fields = %fields, "{note}");
-        report.did(reason, kind, note);
     }
-    if K::view_meta(&current).handover.is_some() {
-        // Left over from an adoption whose second step failed.
-        let cleaned = remove_handover_annotation(ctx, &api, &name, kind).await?;
-        current = remember(cache, &desired, &cleaned);
+    if let Some(deed) = deed {
+        let labels = ChildLabels { kind: kind.as_str() };
+        match deed.reason {
+            Reason::Adopted => ctx.metrics.adoptions_total.get_or_create(&labels).inc(),
+            Reason::Repaired if applied => ctx.metrics.drift_repairs_total.get_or_create(&labels).inc(),
+            _ => 0,
+        };
+        info!(child = kind.as_str(), "{}", deed.note);
+        report.deeds.push(deed);
     }
-    Ok(Some(current))
+    Ok(current)
 }
 
 /// Puts what a write answered into the cache (with its verdict), so a reconcile before the watch shows it neither
@@ -382,19 +339,6 @@ where
 
 fn to_value<T: serde::Serialize>(obj: &T) -> Result<Value> {
     serde_json::to_value(obj).map_err(|source| Error::Serialize { what: "a child object", source })
-}
-
-/// Makes an existing child the desired one: [`prepare`], then [`apply`].
-async fn write<K: Child>(
-    ctx: &Context,
-    api: &Api<K>,
-    name: &str,
-    desired: &K,
-    kind: ChildKind,
-    live: Option<K>,
-) -> Result<K> {
-    prepare(ctx, api, name, desired, kind, live).await?;
-    apply(ctx, api, name, desired, kind).await
 }
 
 /// Before an apply, with one JSON patch guarded by the resourceVersion just read: moves the operator's Update
@@ -502,48 +446,18 @@ async fn remove_handover_annotation<K: Child>(ctx: &Context, api: &Api<K>, name:
     Ok(patched)
 }
 
-/// Whether a status write went out.
-enum Written {
-    Yes,
-    No,
-    /// A progress-only change, held back so one CR's status is not rewritten at every replica step; due after this.
-    Later(Duration),
-}
-
-/// Same phase, generation, image, accepted contract and conditions (status, reason, generation, transition time):
-/// what differs is only replica counts and wording.
-fn progress_only(previous: &MicroserviceStatus, new: &MicroserviceStatus) -> bool {
-    let shape = |s: &MicroserviceStatus| {
-        (
-            s.phase,
-            s.observed_generation,
-            s.image.clone(),
-            s.last_accepted.clone(),
-            s.conditions
-                .iter()
-                .map(|c| (c.type_, c.status, c.reason.clone(), c.observed_generation, c.last_transition_time.clone()))
-                .collect::<Vec<_>>(),
-        )
-    };
-    previous.phase.is_some() && shape(previous) == shape(new)
-}
-
-/// Writes status with one merge patch when it changed, progress-only changes at most every [`PROGRESS_EVERY`].
+/// Writes status with one merge patch when `plan::status_write` says it is due (progress-only changes at most every
+/// [`PROGRESS_EVERY`]); answers what it did.
 async fn write_status(
     ms: &Microservice,
     ctx: &Context,
     previous: &MicroserviceStatus,
     new: &MicroserviceStatus,
-) -> Result<Written> {
+) -> Result<StatusWrite> {
     let key = key(ms);
-    if previous == new {
-        return Ok(Written::No);
-    }
-    if progress_only(previous, new)
-        && let Some(since) = ctx.written.since_last_write(&key)
-        && since < PROGRESS_EVERY
-    {
-        return Ok(Written::Later(PROGRESS_EVERY - since));
+    let due = status_write(previous, new, ctx.written.since_last_write(&key), PROGRESS_EVERY);
+    if due != StatusWrite::Now {
+        return Ok(due);
     }
     let read_version = ms.metadata.resource_version.as_deref().unwrap_or_default();
     let api: Api<Microservice> = Api::namespaced(ctx.client.clone(), &ms.namespace().unwrap_or_default());
@@ -562,7 +476,7 @@ async fn write_status(
     tracing::debug!(phase = ?new.phase, previous = ?previous.phase, summary = ?new.replicas_summary, "status written");
     ctx.written.record(&key, written.metadata.resource_version.as_deref().unwrap_or_default(), new);
     ctx.metrics.wrote("microservices/status", "patch");
-    Ok(Written::Yes)
+    Ok(StatusWrite::Now)
 }
 
 /// The status as a merge patch: fields that are now absent must be sent as null, or merge keeps the old value.
@@ -596,7 +510,7 @@ async fn record_permanent(ms: &Microservice, ctx: &Context, err: &Error) -> Resu
     let now = now();
     let reason = failure_reason(err);
     let new = with_failure(&previous, ms.metadata.generation, reason, &err.to_string(), &now);
-    if let Written::Yes = write_status(ms, ctx, &previous, &new).await? {
+    if write_status(ms, ctx, &previous, &new).await? == StatusWrite::Now {
         publish(ctx, ms, EventType::Warning, reason.as_str(), "Reconcile", err.to_string()).await;
     }
     Ok(())
