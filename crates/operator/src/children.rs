@@ -9,7 +9,7 @@
 //! A child the operator has just created is put in the cache from the create's answer (the "created but not yet
 //! seen" case): a reconcile that runs before the watch shows it must not create it again.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -325,14 +325,61 @@ pub fn judge_values<K: Child>(digest: &str, want: &Value, have: &Value) -> Verdi
 const TOMBSTONES: usize = 256;
 
 pub struct ChildCache<V> {
-    map: RwLock<HashMap<String, Arc<V>>>,
+    entries: RwLock<Entries<V>>,
     ready: watch::Sender<bool>,
     tombstones: Mutex<VecDeque<String>>,
 }
 
+/// The cached objects of one kind, by `namespace/name`.
+struct Entries<V> {
+    views: HashMap<String, Arc<V>>,
+    /// Objects nothing ties to a Microservice when seen (no Microservice has their name, and they are not labelled
+    /// as made by the operator, controlled by a Microservice or handed over to one): only their key is kept, so a
+    /// namespace full of other teams' Deployments costs the operator a few dozen bytes per object, not a view.
+    foreign: HashSet<String>,
+}
+
+impl<V> Default for Entries<V> {
+    fn default() -> Self {
+        Entries { views: HashMap::new(), foreign: HashSet::new() }
+    }
+}
+
+impl<V> Entries<V> {
+    fn keys(&self) -> impl Iterator<Item = &String> {
+        self.views.keys().chain(self.foreign.iter())
+    }
+
+    /// An object seen by the watch: as a view, or by name only.
+    fn file(&mut self, key: String, view: Option<Arc<V>>) {
+        match view {
+            Some(view) => {
+                self.foreign.remove(&key);
+                self.views.insert(key, view);
+            }
+            None => {
+                self.views.remove(&key);
+                self.foreign.insert(key);
+            }
+        }
+    }
+
+    fn contains(&self, key: &str) -> bool {
+        self.views.contains_key(key) || self.foreign.contains(key)
+    }
+}
+
+/// What the cache knows of a name.
+pub enum Cached<V> {
+    View(Arc<V>),
+    /// An object of that name exists, but only its name was kept (see [`ChildCache`]): read it before deciding.
+    NameOnly,
+    Absent,
+}
+
 impl<V> Default for ChildCache<V> {
     fn default() -> Self {
-        ChildCache { map: RwLock::default(), ready: watch::Sender::new(false), tombstones: Mutex::default() }
+        ChildCache { entries: RwLock::default(), ready: watch::Sender::new(false), tombstones: Mutex::default() }
     }
 }
 
@@ -341,12 +388,28 @@ fn key(namespace: &str, name: &str) -> String {
 }
 
 impl<V> ChildCache<V> {
-    pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<V>> {
-        self.map.read().unwrap_or_else(|p| p.into_inner()).get(&key(namespace, name)).cloned()
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Entries<V>> {
+        self.entries.read().unwrap_or_else(|p| p.into_inner())
     }
 
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Entries<V>> {
+        self.entries.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn get(&self, namespace: &str, name: &str) -> Cached<V> {
+        let entries = self.read();
+        let k = key(namespace, name);
+        match entries.views.get(&k) {
+            Some(view) => Cached::View(view.clone()),
+            None if entries.foreign.contains(&k) => Cached::NameOnly,
+            None => Cached::Absent,
+        }
+    }
+
+    /// Objects cached, with a view or by name only.
     pub fn len(&self) -> usize {
-        self.map.read().unwrap_or_else(|p| p.into_inner()).len()
+        let entries = self.read();
+        entries.views.len() + entries.foreign.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -357,19 +420,30 @@ impl<V> ChildCache<V> {
         let mut ready = self.ready.subscribe();
         let _ = ready.wait_for(|r| *r).await;
     }
+
+    /// The object of that name (and uid) is gone.
+    pub fn forget(&self, namespace: &str, name: &str, uid: Option<&str>, meta: impl Fn(&V) -> &ChildMeta) {
+        let mut entries = self.write();
+        let k = key(namespace, name);
+        // Only the object that was deleted: a newer one of the same name (recreated) stays.
+        if entries.views.get(&k).is_some_and(|v| Some(meta(v).uid.as_str()) == uid) {
+            entries.views.remove(&k);
+        }
+        entries.foreign.remove(&k);
+    }
 }
 
 impl<V: Clone> ChildCache<V> {
-    /// What this replica just wrote (a create's or an apply's answer), unless the watch already showed that
-    /// object at this version or later, or showed it deleted.
+    /// What this replica just wrote or read (a create's or an apply's answer, an object known only by name), unless
+    /// the watch already showed that object at this version or later, or showed it deleted.
     pub fn wrote(&self, view: V, meta: impl Fn(&V) -> &ChildMeta) {
         let m = meta(&view);
         if self.tombstones.lock().unwrap_or_else(|p| p.into_inner()).contains(&m.uid) {
             return;
         }
         let k = key(&m.namespace, &m.name);
-        let mut map = self.map.write().unwrap_or_else(|p| p.into_inner());
-        let newer = match map.get(&k) {
+        let mut entries = self.write();
+        let newer = match entries.views.get(&k) {
             None => true,
             Some(old) => {
                 let o = meta(old);
@@ -377,7 +451,8 @@ impl<V: Clone> ChildCache<V> {
             }
         };
         if newer {
-            map.insert(k, Arc::new(view));
+            entries.foreign.remove(&k);
+            entries.views.insert(k, Arc::new(view));
         }
     }
 
@@ -390,8 +465,8 @@ impl<V: Clone> ChildCache<V> {
         verdict: Verdict,
         meta_mut: impl Fn(&mut V) -> &mut ChildMeta,
     ) {
-        let mut map = self.map.write().unwrap_or_else(|p| p.into_inner());
-        if let Some(entry) = map.get_mut(&key(namespace, name)) {
+        let mut entries = self.write();
+        if let Some(entry) = entries.views.get_mut(&key(namespace, name)) {
             let mut view = V::clone(entry);
             let m = meta_mut(&mut view);
             if m.uid == uid {
@@ -400,6 +475,16 @@ impl<V: Clone> ChildCache<V> {
             }
         }
     }
+}
+
+/// Whether an object is tied to a Microservice by itself: labelled as made by the operator, controlled by a
+/// Microservice, or handed over to one.
+fn tied(meta: &ObjectMeta) -> bool {
+    let labelled = meta.labels.as_ref().and_then(|l| l.get(LABEL_MANAGED_BY)).is_some_and(|m| m == MANAGER);
+    let controlled =
+        meta.owner_references.iter().flatten().any(|r| r.controller == Some(true) && r.kind == Microservice::kind(&()));
+    let handed_over = meta.annotations.as_ref().is_some_and(|a| a.contains_key(HANDOVER_ANNOTATION));
+    labelled || controlled || handed_over
 }
 
 /// Where a change of a child sends its Microservice.
@@ -420,7 +505,6 @@ pub async fn run<K: Child>(
     let kind = K::kind(&());
     let stream = watcher(api, watcher::Config::default()).default_backoff();
     let mut stream = std::pin::pin!(stream);
-    let mut buffer: Option<HashMap<String, Arc<K::View>>> = None;
     // A child whose name no Microservice has (someone else's Deployment in a busy namespace) gives nothing to
     // reconcile: a Microservice created later is reconciled by its own event and finds the object in the cache.
     let ours = |namespace: &str, name: &str| {
@@ -439,27 +523,36 @@ pub async fn run<K: Child>(
         let desired = K::desired(&ms, &profile)?;
         judge(&desired, obj)
     };
+    // A view for what a Microservice has or may soon ask about (and what had one already); the rest by name only.
+    let view_of = |obj: &K| -> (String, Option<Arc<K::View>>) {
+        let namespace = obj.meta().namespace.as_deref().unwrap_or_default();
+        let k = key(namespace, &obj.name_any());
+        let keep = ours(namespace, &obj.name_any()) || tied(obj.meta()) || cache.read().views.contains_key(&k);
+        let view = keep.then(|| Arc::new(K::view(obj, judge_one(obj))));
+        (k, view)
+    };
+    let mut listing: Option<Entries<K::View>> = None;
     while let Some(event) = stream.next().await {
         match event {
-            Ok(watcher::Event::Init) => buffer = Some(HashMap::new()),
+            Ok(watcher::Event::Init) => listing = Some(Entries::default()),
             Ok(watcher::Event::InitApply(obj)) => {
-                let view = K::view(&obj, judge_one(&obj));
-                if let Some(buffer) = buffer.as_mut() {
-                    buffer.insert(key(&K::view_meta(&view).namespace, &K::view_meta(&view).name), Arc::new(view));
+                if let Some(listing) = listing.as_mut() {
+                    let (k, view) = view_of(&obj);
+                    listing.file(k, view);
                 }
             }
             Ok(watcher::Event::InitDone) => {
-                let fresh = buffer.take().unwrap_or_default();
-                let gone: Vec<String> = {
-                    let mut map = cache.map.write().unwrap_or_else(|p| p.into_inner());
-                    let gone = map.keys().filter(|k| !fresh.contains_key(*k)).cloned().collect();
-                    *map = fresh.clone();
-                    gone
+                let fresh = listing.take().unwrap_or_default();
+                let (views, gone): (Vec<Arc<K::View>>, Vec<String>) = {
+                    let mut entries = cache.write();
+                    let gone = entries.keys().filter(|k| !fresh.contains(k)).cloned().collect();
+                    *entries = fresh;
+                    (entries.views.values().cloned().collect(), gone)
                 };
                 cache.ready.send_replace(true);
-                for view in fresh.values() {
-                    let m = K::view_meta(view);
-                    route(&m.namespace, &m.name, Some(view));
+                for view in views {
+                    let m = K::view_meta(&view);
+                    route(&m.namespace, &m.name, Some(&view));
                 }
                 for k in gone {
                     if let Some((namespace, name)) = k.split_once('/') {
@@ -468,21 +561,16 @@ pub async fn run<K: Child>(
                 }
             }
             Ok(watcher::Event::Apply(obj)) => {
-                let view = Arc::new(K::view(&obj, judge_one(&obj)));
-                let m = K::view_meta(&view);
-                cache.map.write().unwrap_or_else(|p| p.into_inner()).insert(key(&m.namespace, &m.name), view.clone());
-                route(&m.namespace, &m.name, Some(&view));
+                let (k, view) = view_of(&obj);
+                cache.write().file(k, view.clone());
+                if let Some(view) = view {
+                    let m = K::view_meta(&view);
+                    route(&m.namespace, &m.name, Some(&view));
+                }
             }
             Ok(watcher::Event::Delete(obj)) => {
                 let (namespace, name) = (obj.namespace().unwrap_or_default(), obj.name_any());
-                {
-                    let mut map = cache.map.write().unwrap_or_else(|p| p.into_inner());
-                    let k = key(&namespace, &name);
-                    // Only the object that was deleted: a newer one of the same name (recreated) stays.
-                    if map.get(&k).is_some_and(|v| Some(K::view_meta(v).uid.as_str()) == obj.uid().as_deref()) {
-                        map.remove(&k);
-                    }
-                }
+                cache.forget(&namespace, &name, obj.uid().as_deref(), K::view_meta);
                 if let Some(uid) = obj.uid() {
                     let mut tombstones = cache.tombstones.lock().unwrap_or_else(|p| p.into_inner());
                     if tombstones.len() >= TOMBSTONES {

@@ -15,7 +15,7 @@ use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 use tracing::{info, instrument};
 
-use crate::children::{Child, ChildCache, DeploymentView, digest_of, exact, judge_values};
+use crate::children::{Cached, Child, ChildCache, DeploymentView, digest_of, exact, judge, judge_values};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::events::{Event, EventType};
@@ -155,22 +155,23 @@ async fn converge_children(
     let name = ms.metadata.name.clone().ok_or(Error::MissingMetadata("name"))?;
 
     let desired = desired_deployment(ms, contract, &ctx.profile)?;
-    let live = ctx.deployments.get(&namespace, &name);
+    let live = observe(ctx, &ctx.deployments, &namespace, &name, Some(&desired)).await?;
     let live_deployment = live.as_deref().map(DeploymentView::to_deployment);
     let plan = |l: Option<&Live>| plan_deployment(ms, &desired, l.zip(live_deployment.as_ref()), previous);
     let deployment = converge_child(ms, ctx, &ctx.deployments, &desired, live, plan, report).await?;
 
     let desired = desired_service(ms, &ctx.profile)?;
-    let live = ctx.services.get(&namespace, &name);
+    let live = observe(ctx, &ctx.services, &namespace, &name, Some(&desired)).await?;
     let plan = |l: Option<&Live>| plan_child(ms, ChildKind::Service, &desired, l, previous);
     let service = converge_child(ms, ctx, &ctx.services, &desired, live, plan, report).await?;
 
-    let live = ctx.hpas.get(&namespace, &name);
     if let Some(bounds) = contract.scaling.autoscaling() {
         let desired = desired_hpa(ms, &bounds, &ctx.profile)?;
+        let live = observe(ctx, &ctx.hpas, &namespace, &name, Some(&desired)).await?;
         let plan = |l: Option<&Live>| plan_child(ms, ChildKind::HorizontalPodAutoscaler, &desired, l, previous);
         converge_child(ms, ctx, &ctx.hpas, &desired, live, plan, report).await?;
     } else {
+        let live = observe::<HorizontalPodAutoscaler>(ctx, &ctx.hpas, &namespace, &name, None).await?;
         let plan = plan_autoscaler_removal(
             ms,
             &name,
@@ -179,6 +180,33 @@ async fn converge_children(
         perform(ms, ctx, &ctx.hpas, &name, live, plan, None, report).await?;
     }
     Ok((deployment.map(|d| d.to_deployment()), service.map(|s| s.to_service())))
+}
+
+/// The child as cached. One cached by name only (nothing tied it to a Microservice when the watch saw it) is read
+/// once, judged against `desired`, and cached as a view from then on.
+async fn observe<K>(
+    ctx: &Context,
+    cache: &ChildCache<K::View>,
+    namespace: &str,
+    name: &str,
+    desired: Option<&K>,
+) -> Result<Option<Arc<K::View>>>
+where
+    K: Child,
+    K::View: Clone,
+{
+    match cache.get(namespace, name) {
+        Cached::View(view) => Ok(Some(view)),
+        Cached::Absent => Ok(None),
+        Cached::NameOnly => {
+            let api: Api<K> = Api::namespaced(ctx.client.clone(), namespace);
+            let read = api.get_opt(name).await.map_err(|e| Error::api(format!("read {} {name}", K::KIND), e))?;
+            let Some(obj) = read else { return Ok(None) };
+            let view = K::view(&obj, desired.and_then(|d| judge(d, &obj)));
+            cache.wrote(view.clone(), K::view_meta);
+            Ok(Some(Arc::new(view)))
+        }
+    }
 }
 
 /// One Event per state the status entered that status alone does not tell (see `status::status_events`).
