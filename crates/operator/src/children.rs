@@ -402,6 +402,46 @@ impl<V: Clone> ChildCache<V> {
     }
 }
 
+/// The watch's side of the cache.
+impl<V> ChildCache<V> {
+    /// A re-list's objects replace the whole cache, which is then ready; returns the keys the re-list no longer has.
+    fn relisted(&self, fresh: &HashMap<String, Arc<V>>) -> Vec<String> {
+        let gone = {
+            let mut map = self.map.write().unwrap_or_else(|p| p.into_inner());
+            let gone = map.keys().filter(|k| !fresh.contains_key(*k)).cloned().collect();
+            *map = fresh.clone();
+            gone
+        };
+        self.ready.send_replace(true);
+        gone
+    }
+
+    fn applied(&self, view: Arc<V>, meta: impl Fn(&V) -> &ChildMeta) {
+        let m = meta(&view);
+        let k = key(&m.namespace, &m.name);
+        self.map.write().unwrap_or_else(|p| p.into_inner()).insert(k, view);
+    }
+
+    /// Forgets the object `uid` that was deleted, and remembers its uid so a late create's answer stays out.
+    fn deleted(&self, namespace: &str, name: &str, uid: Option<String>, meta: impl Fn(&V) -> &ChildMeta) {
+        {
+            let mut map = self.map.write().unwrap_or_else(|p| p.into_inner());
+            let k = key(namespace, name);
+            // Only the object that was deleted: a newer one of the same name (recreated) stays.
+            if map.get(&k).is_some_and(|v| Some(meta(v).uid.as_str()) == uid.as_deref()) {
+                map.remove(&k);
+            }
+        }
+        if let Some(uid) = uid {
+            let mut tombstones = self.tombstones.lock().unwrap_or_else(|p| p.into_inner());
+            if tombstones.len() >= TOMBSTONES {
+                tombstones.pop_front();
+            }
+            tombstones.push_back(uid);
+        }
+    }
+}
+
 /// Where a change of a child sends its Microservice.
 pub trait Route<V>: Fn(&str, &str, Option<&V>) + Send + Sync + 'static {}
 impl<V, F: Fn(&str, &str, Option<&V>) + Send + Sync + 'static> Route<V> for F {}
@@ -450,13 +490,7 @@ pub async fn run<K: Child>(
             }
             Ok(watcher::Event::InitDone) => {
                 let fresh = buffer.take().unwrap_or_default();
-                let gone: Vec<String> = {
-                    let mut map = cache.map.write().unwrap_or_else(|p| p.into_inner());
-                    let gone = map.keys().filter(|k| !fresh.contains_key(*k)).cloned().collect();
-                    *map = fresh.clone();
-                    gone
-                };
-                cache.ready.send_replace(true);
+                let gone = cache.relisted(&fresh);
                 for view in fresh.values() {
                     let m = K::view_meta(view);
                     route(&m.namespace, &m.name, Some(view));
@@ -470,26 +504,12 @@ pub async fn run<K: Child>(
             Ok(watcher::Event::Apply(obj)) => {
                 let view = Arc::new(K::view(&obj, judge_one(&obj)));
                 let m = K::view_meta(&view);
-                cache.map.write().unwrap_or_else(|p| p.into_inner()).insert(key(&m.namespace, &m.name), view.clone());
+                cache.applied(view.clone(), K::view_meta);
                 route(&m.namespace, &m.name, Some(&view));
             }
             Ok(watcher::Event::Delete(obj)) => {
                 let (namespace, name) = (obj.namespace().unwrap_or_default(), obj.name_any());
-                {
-                    let mut map = cache.map.write().unwrap_or_else(|p| p.into_inner());
-                    let k = key(&namespace, &name);
-                    // Only the object that was deleted: a newer one of the same name (recreated) stays.
-                    if map.get(&k).is_some_and(|v| Some(K::view_meta(v).uid.as_str()) == obj.uid().as_deref()) {
-                        map.remove(&k);
-                    }
-                }
-                if let Some(uid) = obj.uid() {
-                    let mut tombstones = cache.tombstones.lock().unwrap_or_else(|p| p.into_inner());
-                    if tombstones.len() >= TOMBSTONES {
-                        tombstones.pop_front();
-                    }
-                    tombstones.push_back(uid);
-                }
+                cache.deleted(&namespace, &name, obj.uid(), K::view_meta);
                 route(&namespace, &name, None);
             }
             Err(err) => warn!(child = %kind, error = %err, "watch failed; retrying with backoff"),
