@@ -102,51 +102,12 @@ pub async fn run(args: RunArgs) -> Result<()> {
     println!("backend: {}", args.backend.name());
     let body = serde_json::to_string_pretty(&machine).map_err(BenchError::json("the machine"))?;
     std::fs::write(out.join("machine.json"), body + "\n").map_err(BenchError::io("cannot write machine.json"))?;
-    let wanted = |s: Scenario| args.wants(s);
     let mut missed = 0;
     let mut peaks: Vec<(usize, f64)> = Vec::new();
     for &n in &args.n {
-        let mut reports = Vec::new();
-        let mut floor_time = None;
-        if wanted(Scenario::Floor) {
-            let (report, time) = floor(args.backend, n, &out).await?;
-            floor_time = Some(time);
-            reports.push(report);
-        }
-        let later = [Scenario::Restart, Scenario::Steady, Scenario::Drift, Scenario::Update];
-        if wanted(Scenario::Converge) || later.iter().any(|s| wanted(*s)) {
-            let env = Env::start(args.backend, &out).await?;
-            let (report, op) = converge(&env, n, floor_time, &out).await?;
-            if wanted(Scenario::Converge) {
-                reports.push(report);
-            }
-            if later.iter().any(|s| wanted(*s)) {
-                let (report, mut op, started) = restart(&env, n, op, &args, &out).await?;
-                reports.push(report);
-                if wanted(Scenario::Steady) {
-                    reports.push(steady(&env, n, &mut op, started, &args).await?);
-                }
-                if wanted(Scenario::Drift) {
-                    reports.push(drift(&env, n, &mut op, args.drift_edits).await?);
-                }
-                if wanted(Scenario::Update) {
-                    reports.push(update(&env, n, &mut op).await?);
-                }
-                if !wanted(Scenario::Restart) {
-                    reports.retain(|r| r.scenario != "restart");
-                }
-            }
-        }
-        let converge_peak = reports
-            .iter()
-            .filter(|r| r.scenario == "converge")
-            .find_map(|r| r.figures.iter().find(|f| f.metric == PEAK_RSS))
-            .and_then(|f| f.number);
-        if let Some(peak) = converge_peak {
+        let reports = reports_at(&args, n, &out).await?;
+        if let Some(peak) = converge_peak(&reports) {
             peaks.push((n, peak));
-        }
-        if wanted(Scenario::Unrelated) {
-            reports.push(unrelated(args.backend, n, args.unrelated, converge_peak, &out).await?);
         }
         for r in &reports {
             r.print();
@@ -155,21 +116,8 @@ pub async fn run(args: RunArgs) -> Result<()> {
             missed += r.missed();
         }
     }
-    if let (Some(low), Some(high)) =
-        (peaks.iter().min_by_key(|p| p.0).copied(), peaks.iter().max_by_key(|p| p.0).copied())
-        && high.0 > low.0
-    {
-        let kib = (high.1 - low.1) * 1024.0 / (high.0 - low.0) as f64;
-        let pass = kib <= TARGET_MARGINAL_KIB;
-        println!(
-            "\nmarginal peak RSS per Microservice between N={} and N={}: {kib:.2} KiB (target <= 3 KiB) {}",
-            low.0,
-            high.0,
-            if pass { "PASS" } else { "MISSED" }
-        );
-        if !pass {
-            missed += 1;
-        }
+    if marginal_rss_missed(&peaks) {
+        missed += 1;
     }
     if missed == 0 {
         println!("\nevery target met");
@@ -177,6 +125,88 @@ pub async fn run(args: RunArgs) -> Result<()> {
         println!("\n{missed} target(s) MISSED (see above)");
     }
     Ok(())
+}
+
+/// The wanted scenarios at `n`: the floor on its own cluster, those that start from converge on one, and unrelated
+/// on another.
+async fn reports_at(args: &RunArgs, n: usize, out: &Path) -> Result<Vec<Report>> {
+    let mut reports = Vec::new();
+    let mut floor_time = None;
+    if args.wants(Scenario::Floor) {
+        let (report, time) = floor(args.backend, n, out).await?;
+        floor_time = Some(time);
+        reports.push(report);
+    }
+    if args.wants(Scenario::Converge) || AFTER_CONVERGE.iter().any(|s| args.wants(*s)) {
+        reports.extend(from_converge(args, n, floor_time, out).await?);
+    }
+    if args.wants(Scenario::Unrelated) {
+        reports.push(unrelated(args.backend, n, args.unrelated, converge_peak(&reports), out).await?);
+    }
+    Ok(reports)
+}
+
+/// The scenarios that start from converge's state.
+const AFTER_CONVERGE: [Scenario; 4] = [Scenario::Restart, Scenario::Steady, Scenario::Drift, Scenario::Update];
+
+/// Converge, then restart, steady state, drift repair and the update wave on the same cluster, each from the state
+/// the previous one left; only the wanted ones are reported.
+async fn from_converge(args: &RunArgs, n: usize, floor_time: Option<Duration>, out: &Path) -> Result<Vec<Report>> {
+    let wanted = |s: Scenario| args.wants(s);
+    let mut reports = Vec::new();
+    let env = Env::start(args.backend, out).await?;
+    let (report, op) = converge(&env, n, floor_time, out).await?;
+    if wanted(Scenario::Converge) {
+        reports.push(report);
+    }
+    if !AFTER_CONVERGE.iter().any(|s| wanted(*s)) {
+        return Ok(reports);
+    }
+    let (report, mut op, started) = restart(&env, n, op, args, out).await?;
+    if wanted(Scenario::Restart) {
+        reports.push(report);
+    }
+    if wanted(Scenario::Steady) {
+        reports.push(steady(&env, n, &mut op, started, args).await?);
+    }
+    if wanted(Scenario::Drift) {
+        reports.push(drift(&env, n, &mut op, args.drift_edits).await?);
+    }
+    if wanted(Scenario::Update) {
+        reports.push(update(&env, n, &mut op).await?);
+    }
+    Ok(reports)
+}
+
+/// Converge's peak RSS among `reports`, if it ran.
+fn converge_peak(reports: &[Report]) -> Option<f64> {
+    reports
+        .iter()
+        .filter(|r| r.scenario == "converge")
+        .find_map(|r| r.figures.iter().find(|f| f.metric == PEAK_RSS))
+        .and_then(|f| f.number)
+}
+
+/// Prints the peak RSS each further Microservice costs, between the smallest and the largest N; true when over
+/// the target.
+fn marginal_rss_missed(peaks: &[(usize, f64)]) -> bool {
+    let (Some(low), Some(high)) =
+        (peaks.iter().min_by_key(|p| p.0).copied(), peaks.iter().max_by_key(|p| p.0).copied())
+    else {
+        return false;
+    };
+    if high.0 <= low.0 {
+        return false;
+    }
+    let kib = (high.1 - low.1) * 1024.0 / (high.0 - low.0) as f64;
+    let pass = kib <= TARGET_MARGINAL_KIB;
+    println!(
+        "\nmarginal peak RSS per Microservice between N={} and N={}: {kib:.2} KiB (target <= 3 KiB) {}",
+        low.0,
+        high.0,
+        if pass { "PASS" } else { "MISSED" }
+    );
+    !pass
 }
 
 /// CPU model, cores and memory, from /proc and the scheduler.
@@ -379,63 +409,13 @@ async fn floor(backend: Backend, n: usize, out: &Path) -> Result<(Report, Durati
         Arc::new(list.items.into_iter().map(|ms| (ms.name_any(), ms)).collect());
 
     let patched = Arc::new(AtomicUsize::new(0));
-    let watcher_task = {
-        let deployments: Api<Deployment> = Api::namespaced(client.clone(), NAMESPACE);
-        let by_name = by_name.clone();
-        let profile = profile.clone();
-        let patched = patched.clone();
-        let client = client.clone();
-        tokio::spawn(async move {
-            let mut done = std::collections::HashSet::new();
-            let completed = watcher(deployments, watcher::Config::default())
-                .applied_objects()
-                .filter_map(|d| futures::future::ready(d.ok()))
-                .filter_map(move |d: Deployment| {
-                    let name = d.name_any();
-                    let ms = by_name.get(&name).cloned();
-                    let complete = ms.as_ref().and_then(|ms| Want::of(ms, &profile)).is_some_and(|want| {
-                        serde_json::to_value(&d).is_ok_and(|v| DeploymentView::of(&v).complete_for(&want))
-                    });
-                    let fresh = complete && done.insert(name);
-                    futures::future::ready(if fresh { ms.map(|ms| (ms, d)) } else { None })
-                });
-            completed
-                .for_each_concurrent(16, |(ms, d)| {
-                    let client = client.clone();
-                    let patched = patched.clone();
-                    async move {
-                        if patch_ready(&client, &ms, &d).await.is_ok() {
-                            patched.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                })
-                .await;
-        })
-    };
-
-    let creates = futures::stream::iter(by_name.values().cloned().collect::<Vec<_>>())
-        .map(|ms| {
-            let client = client.clone();
-            let profile = profile.clone();
-            async move { create_children(&client, &ms, &profile).await }
-        })
-        .buffer_unordered(16)
-        .try_collect::<Vec<()>>();
-    creates.await?;
-    let timeout = env.timeout_for(n);
-    let deadline = Instant::now() + timeout;
-    while patched.load(Ordering::Relaxed) < n {
-        if Instant::now() > deadline {
-            watcher_task.abort();
-            return Err(BenchError::Timeout {
-                what: format!("the floor client to patch {n} statuses ({} done)", patched.load(Ordering::Relaxed)),
-                seconds: timeout.as_secs(),
-            });
-        }
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+    let watcher_task =
+        tokio::spawn(patch_ready_when_complete(client.clone(), by_name.clone(), profile.clone(), patched.clone()));
+    create_all_children(&client, &by_name, &profile).await?;
+    let waited = wait_patched(&patched, n, env.timeout_for(n)).await;
     let took = started.elapsed();
     watcher_task.abort();
+    waited?;
     let counts = env.requests().since(&before);
     let mut r = Report::new("floor", n);
     r.info("time until all Ready (generation 1)", secs(took), Some(took.as_secs_f64()));
@@ -447,6 +427,75 @@ async fn floor(backend: Backend, n: usize, out: &Path) -> Result<(Report, Durati
         Backend::Real => "the floor client runs in the benchmark process; its requests are counted from the audit log",
     });
     Ok((r, took))
+}
+
+/// Watches the Deployments and patches each Microservice's status once when its Deployment's rollout completes,
+/// counting the patches that succeeded in `patched`. Runs until aborted.
+async fn patch_ready_when_complete(
+    client: Client,
+    by_name: Arc<HashMap<String, Microservice>>,
+    profile: Arc<PlatformProfile>,
+    patched: Arc<AtomicUsize>,
+) {
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), NAMESPACE);
+    let mut done = std::collections::HashSet::new();
+    let completed = watcher(deployments, watcher::Config::default())
+        .applied_objects()
+        .filter_map(|d| futures::future::ready(d.ok()))
+        .filter_map(move |d: Deployment| {
+            let name = d.name_any();
+            let ms = by_name.get(&name).cloned();
+            let complete = ms
+                .as_ref()
+                .and_then(|ms| Want::of(ms, &profile))
+                .is_some_and(|want| serde_json::to_value(&d).is_ok_and(|v| DeploymentView::of(&v).complete_for(&want)));
+            let fresh = complete && done.insert(name);
+            futures::future::ready(if fresh { ms.map(|ms| (ms, d)) } else { None })
+        });
+    completed
+        .for_each_concurrent(16, |(ms, d)| {
+            let client = client.clone();
+            let patched = patched.clone();
+            async move {
+                if patch_ready(&client, &ms, &d).await.is_ok() {
+                    patched.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        })
+        .await;
+}
+
+/// Creates every Microservice's Service and Deployment, 16 at a time.
+async fn create_all_children(
+    client: &Client,
+    by_name: &HashMap<String, Microservice>,
+    profile: &Arc<PlatformProfile>,
+) -> Result<()> {
+    let creates = futures::stream::iter(by_name.values().cloned().collect::<Vec<_>>())
+        .map(|ms| {
+            let client = client.clone();
+            let profile = profile.clone();
+            async move { create_children(&client, &ms, &profile).await }
+        })
+        .buffer_unordered(16)
+        .try_collect::<Vec<()>>();
+    creates.await?;
+    Ok(())
+}
+
+/// Waits until `patched` reaches `n`, or fails after `timeout`.
+async fn wait_patched(patched: &AtomicUsize, n: usize, timeout: Duration) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    while patched.load(Ordering::Relaxed) < n {
+        if Instant::now() > deadline {
+            return Err(BenchError::Timeout {
+                what: format!("the floor client to patch {n} statuses ({} done)", patched.load(Ordering::Relaxed)),
+                seconds: timeout.as_secs(),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    Ok(())
 }
 
 async fn create_children(client: &Client, ms: &Microservice, profile: &PlatformProfile) -> Result<()> {
@@ -592,12 +641,25 @@ enum Edit {
     DeleteService,
 }
 
+impl Edit {
+    const ALL: [Edit; 3] = [Edit::DeleteDeployment, Edit::ScaleDeployment, Edit::DeleteService];
+
+    fn kind(self) -> Kind {
+        match self {
+            Edit::DeleteService => Kind::Service,
+            _ => Kind::Deployment,
+        }
+    }
+}
+
+/// How long the operator is given to repair one edit.
+const REPAIR_LIMIT: Duration = Duration::from_secs(10);
+
 /// Deletes or edits children one at a time, each on a Ready CR, and times until the operator has repaired it.
 async fn drift(env: &Env, n: usize, op: &mut OperatorProcess, edits: usize) -> Result<Report> {
     let mut samples: Vec<(Edit, f64)> = Vec::new();
     let mut timeouts = 0;
     let mut missing = 0;
-    let limit = Duration::from_secs(10);
     for i in 0..edits {
         op.check_alive()?;
         // Spread over the CRs (coprime step), one edit per CR while edits <= N.
@@ -606,47 +668,64 @@ async fn drift(env: &Env, n: usize, op: &mut OperatorProcess, edits: usize) -> R
         while !env.observer.seen().ready_name(&target) && Instant::now() < ready_by {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
-        let edit = [Edit::DeleteDeployment, Edit::ScaleDeployment, Edit::DeleteService][i % 3];
-        let kind = match edit {
-            Edit::DeleteService => Kind::Service,
-            _ => Kind::Deployment,
-        };
-        let uid = |v: &Value| v.pointer("/metadata/uid").and_then(Value::as_str).map(str::to_string);
+        let edit = Edit::ALL[i % 3];
         // A Ready CR should have its child; if not, wait for the operator and say so.
-        let mut current = env.get(kind, &target).await;
+        let mut current = env.get(edit.kind(), &target).await;
         if current.is_none() {
             missing += 1;
-            let by = Instant::now() + limit;
-            while current.is_none() && Instant::now() < by {
-                tokio::time::sleep(Duration::from_millis(2)).await;
-                current = env.get(kind, &target).await;
-            }
+            current = wait_for_child(env, edit.kind(), &target).await;
         }
         let Some(current) = current else { continue };
-        let old_uid = uid(&current);
-        let want_replicas = current.pointer("/spec/replicas").and_then(Value::as_i64);
-        let started = Instant::now();
-        match edit {
-            Edit::DeleteDeployment | Edit::DeleteService => env.delete(kind, &target).await?,
-            Edit::ScaleDeployment => env.patch(kind, &target, json!({"spec": {"replicas": 5}})).await?,
-        }
-        let repaired = |v: &Value| match edit {
-            Edit::ScaleDeployment => v.pointer("/spec/replicas").and_then(Value::as_i64) == want_replicas,
-            _ => uid(v).is_some() && uid(v) != old_uid,
-        };
-        loop {
-            if env.get(kind, &target).await.as_ref().is_some_and(repaired) {
-                samples.push((edit, started.elapsed().as_secs_f64() * 1000.0));
-                break;
-            }
-            if started.elapsed() > limit {
-                timeouts += 1;
-                samples.push((edit, limit.as_secs_f64() * 1000.0));
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(1)).await;
+        let (ms, repaired) = time_repair(env, edit, &target, &current).await?;
+        samples.push((edit, ms));
+        timeouts += usize::from(!repaired);
+    }
+    Ok(drift_report(n, &samples, timeouts, missing))
+}
+
+/// The child `target` of `kind` once it exists, polled for up to [`REPAIR_LIMIT`].
+async fn wait_for_child(env: &Env, kind: Kind, target: &str) -> Option<Value> {
+    let by = Instant::now() + REPAIR_LIMIT;
+    while Instant::now() < by {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        if let Some(child) = env.get(kind, target).await {
+            return Some(child);
         }
     }
+    None
+}
+
+fn uid(v: &Value) -> Option<String> {
+    v.pointer("/metadata/uid").and_then(Value::as_str).map(str::to_string)
+}
+
+/// Makes `edit` to `current` and polls until the operator has repaired it: the milliseconds it took (the limit
+/// when it did not), and whether it did.
+async fn time_repair(env: &Env, edit: Edit, target: &str, current: &Value) -> Result<(f64, bool)> {
+    let kind = edit.kind();
+    let old_uid = uid(current);
+    let want_replicas = current.pointer("/spec/replicas").and_then(Value::as_i64);
+    let started = Instant::now();
+    match edit {
+        Edit::DeleteDeployment | Edit::DeleteService => env.delete(kind, target).await?,
+        Edit::ScaleDeployment => env.patch(kind, target, json!({"spec": {"replicas": 5}})).await?,
+    }
+    let repaired = |v: &Value| match edit {
+        Edit::ScaleDeployment => v.pointer("/spec/replicas").and_then(Value::as_i64) == want_replicas,
+        _ => uid(v).is_some() && uid(v) != old_uid,
+    };
+    loop {
+        if env.get(kind, target).await.as_ref().is_some_and(repaired) {
+            return Ok((started.elapsed().as_secs_f64() * 1000.0, true));
+        }
+        if started.elapsed() > REPAIR_LIMIT {
+            return Ok((REPAIR_LIMIT.as_secs_f64() * 1000.0, false));
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+fn drift_report(n: usize, samples: &[(Edit, f64)], timeouts: usize, missing: usize) -> Report {
     let mut all: Vec<f64> = samples.iter().map(|(_, ms)| *ms).collect();
     all.sort_by(f64::total_cmp);
     let mut r = Report::new("drift", n);
@@ -657,7 +736,7 @@ async fn drift(env: &Env, n: usize, op: &mut OperatorProcess, edits: usize) -> R
     r.info("repair max", format!("{:.1} ms", percentile(&all, 100.0)), Some(percentile(&all, 100.0)));
     r.target("not repaired within 10 s", timeouts.to_string(), timeouts as f64, "0", timeouts == 0);
     r.target("children missing before their edit (CR Ready)", missing.to_string(), missing as f64, "0", missing == 0);
-    for kind in [Edit::DeleteDeployment, Edit::ScaleDeployment, Edit::DeleteService] {
+    for kind in Edit::ALL {
         let mut these: Vec<f64> = samples
             .iter()
             .filter(|(e, _)| std::mem::discriminant(e) == std::mem::discriminant(&kind))
@@ -674,7 +753,7 @@ async fn drift(env: &Env, n: usize, op: &mut OperatorProcess, edits: usize) -> R
     r.note(
         "each edit waits for its CR to be Ready first; the time runs from the edit to the repaired object in the store",
     );
-    Ok(r)
+    r
 }
 
 /// Changes the image of all N and times until all are Ready for generation 2, checking every Ready status seen.

@@ -423,6 +423,7 @@ mod tests {
         );
     }
 
+    // Over 80 lines on purpose: a table, one row per kind of managed field a hand edit can change.
     #[test]
     fn hand_edits_of_managed_fields_are_reported_by_path() {
         let (deployment, _) = desired();
@@ -544,113 +545,131 @@ mod tests {
         }
     }
 
-    #[test]
-    fn extras_in_the_exact_parts_are_found_and_metadata_stays_merged() {
-        let (deployment, service) = desired();
-        let base = server_defaulted_deployment(&deployment);
-        type Edit = fn(&mut Value);
-        type Expected = Vec<(&'static str, &'static str)>;
-        let cases: Vec<(&str, Edit, Expected)> = vec![
-            (
-                "a sidecar and hostNetwork",
-                |l| {
-                    let pod = &mut l["spec"]["template"]["spec"];
-                    pod["containers"].as_array_mut().unwrap().push(json!({"name": "miner", "image": "evil/miner"}));
-                    pod["hostNetwork"] = json!(true);
-                },
-                vec![
-                    ("spec.template.spec.hostNetwork", "/spec/template/spec/hostNetwork"),
-                    ("spec.template.spec.containers[name=miner]", "/spec/template/spec/containers/1"),
-                ],
-            ),
-            (
-                "a sidecar before the app container, privileged app",
-                |l| {
-                    let pod = &mut l["spec"]["template"]["spec"];
-                    pod["containers"].as_array_mut().unwrap().insert(0, json!({"name": "miner"}));
-                    pod["containers"][1]["securityContext"]["privileged"] = json!(true);
-                    pod["containers"][1]["securityContext"]["capabilities"]["add"] = json!(["NET_ADMIN"]);
-                },
-                vec![
-                    (
-                        "spec.template.spec.containers[name=app].securityContext.privileged",
-                        "/spec/template/spec/containers/1/securityContext/privileged",
-                    ),
-                    (
-                        "spec.template.spec.containers[name=app].securityContext.capabilities.add",
-                        "/spec/template/spec/containers/1/securityContext/capabilities/add",
-                    ),
-                    ("spec.template.spec.containers[name=miner]", "/spec/template/spec/containers/0"),
-                ],
-            ),
-            (
-                "init and ephemeral containers, host PID/IPC, a service account",
-                |l| {
-                    let pod = &mut l["spec"]["template"]["spec"];
-                    pod["initContainers"] = json!([{"name": "a"}, {"name": "b"}]);
-                    pod["hostPID"] = json!(true);
-                    pod["hostIPC"] = json!(true);
-                    pod["serviceAccountName"] = json!("admin");
-                    pod["serviceAccount"] = json!("admin");
-                },
-                vec![
-                    ("spec.template.spec.hostPID", "/spec/template/spec/hostPID"),
-                    ("spec.template.spec.hostIPC", "/spec/template/spec/hostIPC"),
-                    ("spec.template.spec.serviceAccountName", "/spec/template/spec/serviceAccountName"),
-                    ("spec.template.spec.serviceAccount", "/spec/template/spec/serviceAccount"),
-                    ("spec.template.spec.initContainers[name=b]", "/spec/template/spec/initContainers/1"),
-                    ("spec.template.spec.initContainers[name=a]", "/spec/template/spec/initContainers/0"),
-                ],
-            ),
-            (
-                "a hostPath volume mounted into the app",
-                |l| {
-                    let pod = &mut l["spec"]["template"]["spec"];
-                    pod["volumes"].as_array_mut().unwrap().push(json!({"name": "root", "hostPath": {"path": "/"}}));
-                    pod["containers"][0]["volumeMounts"]
-                        .as_array_mut()
-                        .unwrap()
-                        .push(json!({"name": "root", "mountPath": "/host"}));
-                },
-                vec![
-                    (
-                        "spec.template.spec.containers[name=app].volumeMounts[mountPath=/host]",
-                        "/spec/template/spec/containers/0/volumeMounts/1",
-                    ),
-                    ("spec.template.spec.volumes[name=root]", "/spec/template/spec/volumes/1"),
-                ],
-            ),
-            (
-                "labels and annotations others add, and false/empty values, are not extras",
-                |l| {
-                    l["metadata"]["labels"]["team"] = json!("a");
-                    l["spec"]["template"]["metadata"]["annotations"] =
-                        json!({"kubectl.kubernetes.io/restartedAt": "2026-12-02T10:00:00Z"});
-                    l["spec"]["template"]["spec"]["hostNetwork"] = json!(false);
-                    l["spec"]["template"]["spec"]["containers"][0]["securityContext"]["privileged"] = json!(false);
-                },
-                vec![],
-            ),
-        ];
-        for (name, edit, expected) in cases {
-            let mut live = base.clone();
-            edit(&mut live);
-            let found: Vec<(String, String)> =
-                extras(Exact::Deployment, &deployment, &live).into_iter().map(|e| (e.path, e.pointer)).collect();
-            let expected: Vec<(String, String)> =
-                expected.into_iter().map(|(p, q)| (p.to_string(), q.to_string())).collect();
-            assert_eq!(found, expected, "{name}");
-        }
-        assert!(extras(Exact::Deployment, &deployment, &base).is_empty(), "a server-defaulted copy has no extras");
+    /// The extras found in `live`, as (path, JSON pointer) pairs.
+    fn found_extras(exact: Exact, desired: &Value, live: &Value) -> Vec<(String, String)> {
+        extras(exact, desired, live).into_iter().map(|e| (e.path, e.pointer)).collect()
+    }
 
+    /// Edits a server-defaulted copy of the desired Deployment and checks the extras found in it, in their order.
+    fn assert_deployment_extras(edit: impl FnOnce(&mut Value), expected: &[(&str, &str)]) {
+        let (deployment, _) = desired();
+        let mut live = server_defaulted_deployment(&deployment);
+        edit(&mut live);
+        let expected: Vec<(String, String)> = expected.iter().map(|(p, q)| (p.to_string(), q.to_string())).collect();
+        assert_eq!(found_extras(Exact::Deployment, &deployment, &live), expected);
+    }
+
+    #[test]
+    fn a_sidecar_and_host_network_are_extras() {
+        assert_deployment_extras(
+            |l| {
+                let pod = &mut l["spec"]["template"]["spec"];
+                pod["containers"].as_array_mut().unwrap().push(json!({"name": "miner", "image": "evil/miner"}));
+                pod["hostNetwork"] = json!(true);
+            },
+            &[
+                ("spec.template.spec.hostNetwork", "/spec/template/spec/hostNetwork"),
+                ("spec.template.spec.containers[name=miner]", "/spec/template/spec/containers/1"),
+            ],
+        );
+    }
+
+    #[test]
+    fn a_sidecar_before_the_app_container_and_a_privileged_app_are_extras() {
+        assert_deployment_extras(
+            |l| {
+                let pod = &mut l["spec"]["template"]["spec"];
+                pod["containers"].as_array_mut().unwrap().insert(0, json!({"name": "miner"}));
+                pod["containers"][1]["securityContext"]["privileged"] = json!(true);
+                pod["containers"][1]["securityContext"]["capabilities"]["add"] = json!(["NET_ADMIN"]);
+            },
+            &[
+                (
+                    "spec.template.spec.containers[name=app].securityContext.privileged",
+                    "/spec/template/spec/containers/1/securityContext/privileged",
+                ),
+                (
+                    "spec.template.spec.containers[name=app].securityContext.capabilities.add",
+                    "/spec/template/spec/containers/1/securityContext/capabilities/add",
+                ),
+                ("spec.template.spec.containers[name=miner]", "/spec/template/spec/containers/0"),
+            ],
+        );
+    }
+
+    #[test]
+    fn init_containers_host_pid_and_ipc_and_a_service_account_are_extras() {
+        assert_deployment_extras(
+            |l| {
+                let pod = &mut l["spec"]["template"]["spec"];
+                pod["initContainers"] = json!([{"name": "a"}, {"name": "b"}]);
+                pod["hostPID"] = json!(true);
+                pod["hostIPC"] = json!(true);
+                pod["serviceAccountName"] = json!("admin");
+                pod["serviceAccount"] = json!("admin");
+            },
+            &[
+                ("spec.template.spec.hostPID", "/spec/template/spec/hostPID"),
+                ("spec.template.spec.hostIPC", "/spec/template/spec/hostIPC"),
+                ("spec.template.spec.serviceAccountName", "/spec/template/spec/serviceAccountName"),
+                ("spec.template.spec.serviceAccount", "/spec/template/spec/serviceAccount"),
+                ("spec.template.spec.initContainers[name=b]", "/spec/template/spec/initContainers/1"),
+                ("spec.template.spec.initContainers[name=a]", "/spec/template/spec/initContainers/0"),
+            ],
+        );
+    }
+
+    #[test]
+    fn a_host_path_volume_mounted_into_the_app_is_an_extra() {
+        assert_deployment_extras(
+            |l| {
+                let pod = &mut l["spec"]["template"]["spec"];
+                pod["volumes"].as_array_mut().unwrap().push(json!({"name": "root", "hostPath": {"path": "/"}}));
+                pod["containers"][0]["volumeMounts"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(json!({"name": "root", "mountPath": "/host"}));
+            },
+            &[
+                (
+                    "spec.template.spec.containers[name=app].volumeMounts[mountPath=/host]",
+                    "/spec/template/spec/containers/0/volumeMounts/1",
+                ),
+                ("spec.template.spec.volumes[name=root]", "/spec/template/spec/volumes/1"),
+            ],
+        );
+    }
+
+    #[test]
+    fn labels_and_annotations_others_add_and_false_or_empty_values_are_not_extras() {
+        assert_deployment_extras(
+            |l| {
+                l["metadata"]["labels"]["team"] = json!("a");
+                l["spec"]["template"]["metadata"]["annotations"] =
+                    json!({"kubectl.kubernetes.io/restartedAt": "2026-12-02T10:00:00Z"});
+                l["spec"]["template"]["spec"]["hostNetwork"] = json!(false);
+                l["spec"]["template"]["spec"]["containers"][0]["securityContext"]["privileged"] = json!(false);
+            },
+            &[],
+        );
+    }
+
+    #[test]
+    fn a_server_defaulted_deployment_has_no_extras() {
+        let (deployment, _) = desired();
+        let base = server_defaulted_deployment(&deployment);
+        assert!(extras(Exact::Deployment, &deployment, &base).is_empty(), "a server-defaulted copy has no extras");
+    }
+
+    #[test]
+    fn extras_in_a_service_are_found_and_removed_by_pointer() {
+        let (_, service) = desired();
         let mut live = service.clone();
         live["spec"]["selector"]["tier/x"] = json!("web");
         live["spec"]["ports"].as_array_mut().unwrap().push(json!({"name": "debug", "port": 9000, "protocol": "TCP"}));
         live["metadata"]["labels"]["team"] = json!("a");
-        let found: Vec<(String, String)> =
-            extras(Exact::Service, &service, &live).into_iter().map(|e| (e.path, e.pointer)).collect();
         assert_eq!(
-            found,
+            found_extras(Exact::Service, &service, &live),
             [
                 ("spec.selector.tier/x".to_string(), "/spec/selector/tier~1x".to_string()),
                 ("spec.ports[port=9000/TCP]".to_string(), "/spec/ports/1".to_string()),

@@ -421,15 +421,37 @@ impl<V> ChildCache<V> {
         let _ = ready.wait_for(|r| *r).await;
     }
 
-    /// The object of that name (and uid) is gone.
-    pub fn forget(&self, namespace: &str, name: &str, uid: Option<&str>, meta: impl Fn(&V) -> &ChildMeta) {
-        let mut entries = self.write();
-        let k = key(namespace, name);
-        // Only the object that was deleted: a newer one of the same name (recreated) stays.
-        if entries.views.get(&k).is_some_and(|v| Some(meta(v).uid.as_str()) == uid) {
-            entries.views.remove(&k);
+    /// A re-list's objects replace the whole cache, which is then ready; returns the views (to route) and the keys
+    /// the re-list no longer has.
+    fn relisted(&self, fresh: Entries<V>) -> (Vec<Arc<V>>, Vec<String>) {
+        let (views, gone) = {
+            let mut entries = self.write();
+            let gone = entries.keys().filter(|k| !fresh.contains(k)).cloned().collect();
+            *entries = fresh;
+            (entries.views.values().cloned().collect(), gone)
+        };
+        self.ready.send_replace(true);
+        (views, gone)
+    }
+
+    /// Forgets the object `uid` that was deleted, and remembers its uid so a late create's answer stays out.
+    fn deleted(&self, namespace: &str, name: &str, uid: Option<String>, meta: impl Fn(&V) -> &ChildMeta) {
+        {
+            let mut entries = self.write();
+            let k = key(namespace, name);
+            // Only the object that was deleted: a newer one of the same name (recreated) stays.
+            if entries.views.get(&k).is_some_and(|v| Some(meta(v).uid.as_str()) == uid.as_deref()) {
+                entries.views.remove(&k);
+            }
+            entries.foreign.remove(&k);
         }
-        entries.foreign.remove(&k);
+        if let Some(uid) = uid {
+            let mut tombstones = self.tombstones.lock().unwrap_or_else(|p| p.into_inner());
+            if tombstones.len() >= TOMBSTONES {
+                tombstones.pop_front();
+            }
+            tombstones.push_back(uid);
+        }
     }
 }
 
@@ -542,14 +564,7 @@ pub async fn run<K: Child>(
                 }
             }
             Ok(watcher::Event::InitDone) => {
-                let fresh = listing.take().unwrap_or_default();
-                let (views, gone): (Vec<Arc<K::View>>, Vec<String>) = {
-                    let mut entries = cache.write();
-                    let gone = entries.keys().filter(|k| !fresh.contains(k)).cloned().collect();
-                    *entries = fresh;
-                    (entries.views.values().cloned().collect(), gone)
-                };
-                cache.ready.send_replace(true);
+                let (views, gone) = cache.relisted(listing.take().unwrap_or_default());
                 for view in views {
                     let m = K::view_meta(&view);
                     route(&m.namespace, &m.name, Some(&view));
@@ -570,14 +585,7 @@ pub async fn run<K: Child>(
             }
             Ok(watcher::Event::Delete(obj)) => {
                 let (namespace, name) = (obj.namespace().unwrap_or_default(), obj.name_any());
-                cache.forget(&namespace, &name, obj.uid().as_deref(), K::view_meta);
-                if let Some(uid) = obj.uid() {
-                    let mut tombstones = cache.tombstones.lock().unwrap_or_else(|p| p.into_inner());
-                    if tombstones.len() >= TOMBSTONES {
-                        tombstones.pop_front();
-                    }
-                    tombstones.push_back(uid);
-                }
+                cache.deleted(&namespace, &name, obj.uid(), K::view_meta);
                 route(&namespace, &name, None);
             }
             Err(err) => warn!(child = %kind, error = %err, "watch failed; retrying with backoff"),

@@ -21,7 +21,7 @@ use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
 use crate::backoff::{Backoff, BackoffPolicy};
-use crate::children::{self, ChildCache, DeploymentView};
+use crate::children::{self, ChildCache, DeploymentView, HpaView, ServiceView};
 use crate::connection::scoped_api as api;
 use crate::error::{Class, Error};
 use crate::events::Publisher;
@@ -83,6 +83,25 @@ struct Triggers {
 }
 
 impl Triggers {
+    /// Changes go to the running Controller's queue and to its Ready lane from now on.
+    fn open(&self, queue: Queue, lane: Queue) {
+        if let Ok(mut slot) = self.queue.lock() {
+            *slot = Some(queue);
+        }
+        if let Ok(mut slot) = self.lane.lock() {
+            *slot = Some(lane);
+        }
+    }
+
+    /// The Controller stopped: changes go nowhere until it runs again.
+    fn close(&self) {
+        for slot in [&self.queue, &self.lane] {
+            if let Ok(mut slot) = slot.lock() {
+                *slot = None;
+            }
+        }
+    }
+
     fn reconcile(&self, namespace: &str, name: &str) {
         if let Some(queue) = self.queue.lock().ok().as_ref().and_then(|q| q.as_ref()) {
             let _ = queue.send(ObjectRef::new(name).within(namespace));
@@ -249,48 +268,18 @@ pub async fn run_elected(
         _ = microservices.wait_until_ready() => {}
         () = shutdown.clone() => return Stopped::Shutdown,
     }
-    let (deployments, deployment_task) = spawn_child_cache::<Deployment>(
-        api(&client, ns),
-        microservices.clone(),
-        config.profile.clone(),
-        triggers.clone(),
-        health.clone(),
-        DeploymentView::rollout_complete,
-    );
-    let (services, service_task) = spawn_child_cache::<Service>(
-        api(&client, ns),
-        microservices.clone(),
-        config.profile.clone(),
-        triggers.clone(),
-        health.clone(),
-        |_| false,
-    );
-    // Watched like the other children, so a deleted or edited HPA is repaired at once.
-    let (hpas, hpa_task) = spawn_child_cache::<HorizontalPodAutoscaler>(
-        api(&client, ns),
-        microservices.clone(),
-        config.profile.clone(),
-        triggers.clone(),
-        health.clone(),
-        |_| false,
-    );
-    tasks.0.extend([deployment_task, service_task, hpa_task]);
-
-    let synced = async {
-        deployments.wait_until_ready().await;
-        services.wait_until_ready().await;
-        hpas.wait_until_ready().await;
-    };
+    let (children, child_tasks) = ChildCaches::spawn(&client, &config, &microservices, &triggers, &health);
+    tasks.0.extend(child_tasks);
     tokio::select! {
-        () = synced => {}
+        () = children.wait_until_ready() => {}
         () = shutdown.clone() => return Stopped::Shutdown,
     }
     health.set_caches_synced();
     info!(
         microservices = microservices.state().len(),
-        deployments = deployments.len(),
-        services = services.len(),
-        hpas = hpas.len(),
+        deployments = children.deployments.len(),
+        services = children.services.len(),
+        hpas = children.hpas.len(),
         "caches synced"
     );
 
@@ -302,20 +291,89 @@ pub async fn run_elected(
         }
         () = shutdown.clone() => return Stopped::Shutdown,
     }
+    let context = Arc::new(Context {
+        events: Publisher::new(client.clone(), CONTROLLER_NAME, config.instance.clone()),
+        client: client.clone(),
+        profile: config.profile.clone(),
+        microservices,
+        deployments: children.deployments,
+        services: children.services,
+        hpas: children.hpas,
+        backoff: Backoff::new(config.backoff),
+        metrics,
+        // The memo the CR cache task clears is the one reconciles fill.
+        written,
+        locks: KeyLocks::default(),
+    });
+    lead(&config, context, triggers, leader, shutdown).await
+}
 
+/// The caches of the children, each driven by its own task (see [`spawn_child_cache`]).
+struct ChildCaches {
+    deployments: Arc<ChildCache<DeploymentView>>,
+    services: Arc<ChildCache<ServiceView>>,
+    hpas: Arc<ChildCache<HpaView>>,
+}
+
+impl ChildCaches {
+    fn spawn(
+        client: &Client,
+        config: &Config,
+        microservices: &Store<Microservice>,
+        triggers: &Arc<Triggers>,
+        health: &Arc<Health>,
+    ) -> (ChildCaches, [JoinHandle<()>; 3]) {
+        let ns = config.namespace.as_deref();
+        let (deployments, deployment_task) = spawn_child_cache::<Deployment>(
+            api(client, ns),
+            microservices.clone(),
+            config.profile.clone(),
+            triggers.clone(),
+            health.clone(),
+            DeploymentView::rollout_complete,
+        );
+        let (services, service_task) = spawn_child_cache::<Service>(
+            api(client, ns),
+            microservices.clone(),
+            config.profile.clone(),
+            triggers.clone(),
+            health.clone(),
+            |_| false,
+        );
+        // Watched like the other children, so a deleted or edited HPA is repaired at once.
+        let (hpas, hpa_task) = spawn_child_cache::<HorizontalPodAutoscaler>(
+            api(client, ns),
+            microservices.clone(),
+            config.profile.clone(),
+            triggers.clone(),
+            health.clone(),
+            |_| false,
+        );
+        (ChildCaches { deployments, services, hpas }, [deployment_task, service_task, hpa_task])
+    }
+
+    async fn wait_until_ready(&self) {
+        self.deployments.wait_until_ready().await;
+        self.services.wait_until_ready().await;
+        self.hpas.wait_until_ready().await;
+    }
+}
+
+/// Runs the Controller and the Ready lane, every Microservice queued once, until `shutdown` resolves or leadership
+/// is lost; in-flight reconciles finish first.
+async fn lead(
+    config: &Config,
+    context: Arc<Context>,
+    triggers: Arc<Triggers>,
+    mut leader: watch::Receiver<bool>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Stopped {
     let (queue, requests) = mpsc::unbounded_channel();
     let (lane, lane_requests) = mpsc::unbounded_channel();
-    if let Ok(mut slot) = triggers.queue.lock() {
-        *slot = Some(queue.clone());
-    }
-    if let Ok(mut slot) = triggers.lane.lock() {
-        *slot = Some(lane);
-    }
+    triggers.open(queue.clone(), lane);
     let lost = Arc::new(AtomicBool::new(false));
     let stop = {
         let lost = lost.clone();
-        let shutdown = shutdown.clone();
-        let mut leader = leader.clone();
         async move {
             tokio::select! {
                 () = shutdown => {}
@@ -323,32 +381,15 @@ pub async fn run_elected(
             }
         }
     };
-    let context = Arc::new(Context {
-        events: Publisher::new(client.clone(), CONTROLLER_NAME, config.instance.clone()),
-        client: client.clone(),
-        profile: config.profile.clone(),
-        microservices: microservices.clone(),
-        deployments,
-        services,
-        hpas,
-        backoff: Backoff::new(config.backoff),
-        metrics,
-        // The memo the CR cache task clears is the one reconciles fill.
-        written,
-        locks: KeyLocks::default(),
-    });
+    let microservices = context.microservices.clone();
     let lane_task = tokio::spawn(run_lane(lane_requests, context.clone(), triggers.clone(), queue.clone()));
-    tasks.0.push(lane_task);
+    let _lane = AbortOnDrop(vec![lane_task]);
     // Every Microservice once, as a Controller's initial list would.
     for ms in microservices.state() {
         let _ = queue.send(ObjectRef::from_obj(&*ms));
     }
-    run_controller(&config, context, microservices, requests, stop).await;
-    for slot in [&triggers.queue, &triggers.lane] {
-        if let Ok(mut slot) = slot.lock() {
-            *slot = None;
-        }
-    }
+    run_controller(config, context, microservices, requests, stop).await;
+    triggers.close();
     if lost.load(Ordering::Acquire) { Stopped::LostLeadership } else { Stopped::Shutdown }
 }
 

@@ -452,10 +452,29 @@ async fn the_operator_converges_and_keeps_its_invariants_under_chaos() {
     let mut cluster = Cluster::start().await;
     let recorder = Recorder::start(&cluster.backend, NS);
 
-    // Calm start: every CR valid, so each has its children before the chaos begins.
+    let mut specs = create_valid(&cluster, &mut rng).await;
+    let mut replicas = Replicas { single: Some(cluster.replica(None)), elected: [None, None] };
+    cluster.wait_end_state(&specs, seed, "initial convergence").await;
+
+    cluster.set_faults(faults(seed));
+    let plan = timeline(&mut rng);
+    let Tally { kills, edits, invalid_edits } = play(&mut cluster, plan, &mut specs, &mut replicas).await;
+    assert!(kills >= 3, "chaos seed {seed}: only {kills} kills happened");
+    println!(
+        "chaos seed {seed}: {edits} edits ({invalid_edits} invalid), {kills} kills; faults off, waiting for convergence"
+    );
+    cluster.set_faults(FaultConfig { seed, ..FaultConfig::default() });
+    cluster.wait_end_state(&specs, seed, "after the chaos").await;
+
+    assert_no_violations(&recorder.record(), seed);
+    drop(replicas);
+}
+
+/// Calm start: creates every CR with a valid spec, so each has its children before the chaos begins.
+async fn create_valid(cluster: &Cluster, rng: &mut StdRng) -> BTreeMap<usize, Spec> {
     let mut specs = BTreeMap::new();
     for i in 0..CRS {
-        let spec = Spec { invalid: None, ..Spec::random(&mut rng) };
+        let spec = Spec { invalid: None, ..Spec::random(rng) };
         let spec = if spec.port == 9090 || spec.image.ends_with("latest") || spec.image.contains("/other/") {
             Spec { image: "ghcr.io/example/todo-api:1.0.0".into(), port: 8080, ..spec }
         } else {
@@ -464,60 +483,75 @@ async fn the_operator_converges_and_keeps_its_invariants_under_chaos() {
         cluster.create(i, &spec).await;
         specs.insert(i, spec);
     }
-    let mut single = Some(cluster.replica(None));
-    let mut elected: [Option<Replica>; 2] = [None, None];
-    cluster.wait_end_state(&specs, seed, "initial convergence").await;
+    specs
+}
 
-    cluster.set_faults(faults(seed));
-    let plan = timeline(&mut rng);
-    let (mut kills, mut edits, mut invalid_edits) = (0, 0, 0);
+/// The operator replicas running: one alone, then two that elect a leader.
+struct Replicas {
+    single: Option<Replica>,
+    elected: [Option<Replica>; 2],
+}
+
+/// What the chaos did, for the summary and the check that the kills happened.
+#[derive(Default)]
+struct Tally {
+    kills: usize,
+    edits: usize,
+    invalid_edits: usize,
+}
+
+/// Carries out the plan at its times; `specs` ends with the spec each CR was last given.
+async fn play(
+    cluster: &mut Cluster,
+    plan: Vec<(Duration, Action)>,
+    specs: &mut BTreeMap<usize, Spec>,
+    replicas: &mut Replicas,
+) -> Tally {
+    let mut tally = Tally::default();
     let start = Instant::now();
     for (at, action) in plan {
         tokio::time::sleep_until((start + at).into()).await;
         match action {
             Action::Edit(i, spec) => {
                 cluster.edit(i, &spec).await;
-                edits += 1;
-                invalid_edits += usize::from(spec.invalid.is_some());
+                tally.edits += 1;
+                tally.invalid_edits += usize::from(spec.invalid.is_some());
                 specs.insert(i, spec);
             }
             Action::Kill => {
-                if let Some(replica) = single.take() {
+                if let Some(replica) = replicas.single.take() {
                     replica.kill();
-                    kills += 1;
+                    tally.kills += 1;
                 }
             }
             Action::Start => {
-                if single.is_none() && elected.iter().all(Option::is_none) {
-                    single = Some(cluster.replica(None));
+                if replicas.single.is_none() && replicas.elected.iter().all(Option::is_none) {
+                    replicas.single = Some(cluster.replica(None));
                 }
             }
             Action::Elect => {
-                if let Some(replica) = single.take() {
+                if let Some(replica) = replicas.single.take() {
                     replica.kill();
                 }
-                for (k, slot) in elected.iter_mut().enumerate() {
+                for (k, slot) in replicas.elected.iter_mut().enumerate() {
                     *slot = Some(cluster.replica(Some(&format!("replica-{k}"))));
                 }
             }
             Action::KillElected(k) => {
-                if let Some(replica) = elected[k].take() {
+                if let Some(replica) = replicas.elected[k].take() {
                     replica.kill();
-                    kills += 1;
+                    tally.kills += 1;
                 }
             }
-            Action::StartElected(k) => elected[k] = Some(cluster.replica(Some(&format!("replica-{k}")))),
+            Action::StartElected(k) => replicas.elected[k] = Some(cluster.replica(Some(&format!("replica-{k}")))),
             Action::ForceGone(resource) => cluster.force_gone(resource).await,
         }
     }
-    assert!(kills >= 3, "chaos seed {seed}: only {kills} kills happened");
-    println!(
-        "chaos seed {seed}: {edits} edits ({invalid_edits} invalid), {kills} kills; faults off, waiting for convergence"
-    );
-    cluster.set_faults(FaultConfig { seed, ..FaultConfig::default() });
-    cluster.wait_end_state(&specs, seed, "after the chaos").await;
+    tally
+}
 
-    let record = recorder.record();
+/// The continuous checks ran over every change (nothing overflowed, some Ready was checked) and found nothing.
+fn assert_no_violations(record: &invariants::Record, seed: u64) {
     println!(
         "chaos seed {seed}: {} status writes seen, {} Ready statuses checked against their Deployment",
         record.status_writes, record.ready_checked
@@ -530,5 +564,4 @@ async fn the_operator_converges_and_keeps_its_invariants_under_chaos() {
         record.violations.len(),
         record.violations.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
     );
-    drop((single, elected));
 }

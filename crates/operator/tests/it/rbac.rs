@@ -171,9 +171,27 @@ struct Case {
     needed: Option<(Scenario, Expect)>,
 }
 
+/// One case's outcome: the scenario's result without the verb, and how many requests were refused with 403.
+type Outcome = (Result<(), String>, u64);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_shipped_verb_is_needed_by_a_scenario() {
     let roles: Vec<Role> = shipped("Role");
+    let cases = cases(&roles);
+    assert!(!cases.is_empty(), "the bundle ships no Role");
+    let outcomes = run_each_without_its_verb(&roles, &cases).await;
+    let problems: Vec<String> =
+        cases.iter().zip(outcomes).filter_map(|(case, outcome)| problem(case, outcome)).collect();
+    assert!(
+        problems.is_empty(),
+        "RBAC rules not proven needed (remove a rule nothing needs from deploy/rbac.yaml, or add the scenario that \
+         needs it), or refusals the operator does not report:\n  {}",
+        problems.join("\n  ")
+    );
+}
+
+/// Every verb of every rule of the shipped Roles, with the scenario that needs it.
+fn cases(roles: &[Role]) -> Vec<Case> {
     let mut cases = Vec::new();
     for (r, role) in roles.iter().enumerate() {
         for (i, rule) in role.rules.as_deref().unwrap_or_default().iter().enumerate() {
@@ -196,14 +214,17 @@ async fn every_shipped_verb_is_needed_by_a_scenario() {
             }
         }
     }
-    assert!(!cases.is_empty(), "the bundle ships no Role");
+    cases
+}
 
+/// Runs each case's scenario on a cluster whose Roles lack the case's verb; `None` for a case no scenario needs.
+async fn run_each_without_its_verb(roles: &[Role], cases: &[Case]) -> Vec<Option<Outcome>> {
     // Each case has its own emulator; a few at once keep the run short without starving a 2-core machine.
     let parallel = Arc::new(Semaphore::new(4));
     let mut runs = tokio::task::JoinSet::new();
     for (index, case) in cases.iter().enumerate() {
         let Some((scenario, _)) = case.needed else { continue };
-        let roles = without_verb(&roles, case.role, case.rule, &case.verb);
+        let roles = without_verb(roles, case.role, case.rule, &case.verb);
         let parallel = parallel.clone();
         runs.spawn(async move {
             let _permit = parallel.acquire_owned().await;
@@ -223,37 +244,31 @@ async fn every_shipped_verb_is_needed_by_a_scenario() {
         let (index, outcome, forbidden) = joined.expect("a case panicked");
         outcomes[index] = Some((outcome, forbidden));
     }
+    outcomes
+}
 
-    let mut problems = Vec::new();
-    for (case, outcome) in cases.iter().zip(outcomes) {
-        let Some((scenario, expect)) = case.needed else {
-            problems.push(format!("{}: no scenario needs it", case.what));
-            continue;
-        };
-        // kube-apiserver's wording, e.g. `cannot patch resource "deployments" in API group "apps"`.
-        let names_it = format!("cannot {} resource \"{}\"", case.verb, case.resource);
-        match outcome {
-            Some((Err(why), forbidden)) if forbidden > 0 => {
-                if expect == Expect::ForbiddenInStatus && !(why.contains("Forbidden") && why.contains(&names_it)) {
-                    problems.push(format!(
-                        "{}: \"{scenario}\" fails, but the status does not say Forbidden naming `{names_it}`: {why}",
-                        case.what
-                    ));
-                } else {
-                    eprintln!("without {}: \"{scenario}\" fails ({forbidden} requests forbidden): {why}", case.what);
-                }
+/// What is wrong with a case's outcome, if anything: the verb must be needed, and its refusal reported as expected.
+fn problem(case: &Case, outcome: Option<Outcome>) -> Option<String> {
+    let Some((scenario, expect)) = case.needed else {
+        return Some(format!("{}: no scenario needs it", case.what));
+    };
+    // kube-apiserver's wording, e.g. `cannot patch resource "deployments" in API group "apps"`.
+    let names_it = format!("cannot {} resource \"{}\"", case.verb, case.resource);
+    match outcome {
+        Some((Err(why), forbidden)) if forbidden > 0 => {
+            if expect == Expect::ForbiddenInStatus && !(why.contains("Forbidden") && why.contains(&names_it)) {
+                return Some(format!(
+                    "{}: \"{scenario}\" fails, but the status does not say Forbidden naming `{names_it}`: {why}",
+                    case.what
+                ));
             }
-            Some((Err(why), _)) => problems.push(format!(
-                "{}: \"{scenario}\" failed but no request was forbidden, so not for lack of it: {why}",
-                case.what
-            )),
-            Some((Ok(()), _)) | None => problems.push(format!("{}: \"{scenario}\" passes without it", case.what)),
+            eprintln!("without {}: \"{scenario}\" fails ({forbidden} requests forbidden): {why}", case.what);
+            None
         }
+        Some((Err(why), _)) => Some(format!(
+            "{}: \"{scenario}\" failed but no request was forbidden, so not for lack of it: {why}",
+            case.what
+        )),
+        Some((Ok(()), _)) | None => Some(format!("{}: \"{scenario}\" passes without it", case.what)),
     }
-    assert!(
-        problems.is_empty(),
-        "RBAC rules not proven needed (remove a rule nothing needs from deploy/rbac.yaml, or add the scenario that \
-         needs it), or refusals the operator does not report:\n  {}",
-        problems.join("\n  ")
-    );
 }
