@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 use tracing::{info, instrument};
@@ -48,6 +49,10 @@ pub async fn reconcile(ms: Arc<Microservice>, ctx: Arc<Context>) -> Result<Actio
     let key = key(&ms);
     // One reconcile of an object at a time, whether the Controller or the Ready lane runs it.
     let _held = ctx.locks.lock(&key).await;
+    // The CR as cached now, not as it was when this reconcile was queued: a reconcile that held the lock meanwhile
+    // may have written status, and its memo is forgotten once the watch shows it, so the older copy would send a
+    // stale resourceVersion precondition (409) and retry with backoff.
+    let ms = ctx.microservices.get(&ObjectRef::from_obj(&*ms)).unwrap_or(ms);
     // The CR as the server holds it after this replica's own last status write, if the cache lags behind it.
     let ms = match ctx.written.overlay(&key, ms.metadata.resource_version.as_deref().unwrap_or_default()) {
         Some((version, status)) => {
