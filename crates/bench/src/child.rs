@@ -41,7 +41,17 @@ impl OperatorProcess {
     pub fn spawn(kubeconfig: &Path, resync: Duration, report: PathBuf) -> Result<Self> {
         let exe = std::env::current_exe().map_err(BenchError::io("cannot find this executable"))?;
         let _ = std::fs::remove_file(&report);
-        let child = Command::new(exe)
+        // A profiler in front of the operator (e.g. BENCH_OPERATOR_WRAPPER=heaptrack): its figures then include the
+        // profiler's own, so they are for finding where time or memory goes, not for the report.
+        let mut command = match std::env::var_os("BENCH_OPERATOR_WRAPPER") {
+            Some(wrapper) => {
+                let mut command = Command::new(wrapper);
+                command.arg(exe);
+                command
+            }
+            None => Command::new(exe),
+        };
+        let child = command
             .arg("operator")
             .arg("--kubeconfig")
             .arg(kubeconfig)
