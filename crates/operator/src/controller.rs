@@ -250,7 +250,7 @@ pub async fn run_elected(
     let ns = config.namespace.as_deref();
     let triggers = Arc::new(Triggers::default());
     let written = Arc::new(WrittenStatuses::default());
-    let mut watch_config = watcher::Config::default();
+    let mut watch_config = watcher::Config::default().page_size(children::LIST_PAGE);
     if let Some(selector) = &config.selector {
         watch_config = watch_config.labels(selector);
     }
