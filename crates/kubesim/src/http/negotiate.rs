@@ -193,8 +193,10 @@ pub fn decode_patch(content_type: Option<&str>, body: &[u8], rt: &ResourceType) 
     }
     let bad = |e: String| ApiError::bad_request(format!("error decoding patch: {e}"));
     match media_type(content_type).as_str() {
+        // Upstream hands the raw bytes to evanphx/json-patch's MergePatch, whose error for a body that is not JSON
+        // is this fixed text.
         "application/merge-patch+json" => {
-            serde_json::from_slice(body).map(PatchBody::Merge).map_err(|e| bad(e.to_string()))
+            serde_json::from_slice(body).map(PatchBody::Merge).map_err(|_| ApiError::bad_request("invalid JSON patch"))
         }
         "application/json-patch+json" => serde_json::from_slice(body)
             .map(PatchBody::Json)
