@@ -176,7 +176,6 @@ fn sync_last_applied(merged: &mut Value, applied: &Value) {
 }
 
 fn check_type(rt: &ResourceType, applied: &Map<String, Value>) -> ApiResult<()> {
-    let body = Value::Object(applied.clone());
     match applied.get("apiVersion").and_then(Value::as_str).unwrap_or_default() {
         v if v != rt.api_version() => {
             return Err(ApiError::bad_request(format!(
@@ -187,7 +186,14 @@ fn check_type(rt: &ResourceType, applied: &Map<String, Value>) -> ApiResult<()> 
         _ => {}
     }
     match applied.get("kind").and_then(Value::as_str) {
-        None => Err(ApiError::bad_request(format!("Object 'Kind' is missing in '{body}'"))),
+        // Upstream finds no type for the applied group/version/kind; the text prints it as Go's GVK String().
+        None => {
+            let (group, version) = rt
+                .api_version()
+                .split_once('/')
+                .map_or_else(|| (String::new(), rt.api_version()), |(g, v)| (g.to_string(), v.to_string()));
+            Err(ApiError::bad_request(format!("invalid object type: {group}/{version}, Kind=")))
+        }
         Some(k) if k != rt.kind => Err(ApiError::bad_request(format!(
             "the kind in the applied configuration ({k}) does not match the kind of the resource ({})",
             rt.kind
