@@ -240,8 +240,16 @@ impl Default for Cluster {
     }
 }
 
-/// The object as served through `rt`: stored objects are shared by all versions of a resource.
+/// The object as served through `rt`: stored objects are shared by all versions of a resource, and encoded as
+/// upstream's typed objects print.
 pub(crate) fn present(rt: &ResourceType, obj: &Value) -> Value {
+    let mut served = view(rt, obj);
+    strategy(rt).encode(&mut served);
+    served
+}
+
+/// The object in the shape of `rt` without the output encoding: what a patch applies to.
+fn view(rt: &ResourceType, obj: &Value) -> Value {
     stamp(rt, strategy(rt).view(obj).unwrap_or_else(|| obj.clone()))
 }
 

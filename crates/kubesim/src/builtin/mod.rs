@@ -39,6 +39,7 @@ macro_rules! stored_kinds {
 pub(crate) use stored_kinds;
 
 mod defaults;
+pub mod encoding;
 pub mod events;
 mod hpa;
 mod prune;

@@ -52,6 +52,10 @@ pub(super) trait Strategy: Sync {
     fn view(&self, _stored: &Value) -> Option<Value> {
         None
     }
+
+    /// The served object as Go's encoding of the typed object prints it (unset struct fields as null or `{}`);
+    /// applied only on the way out, never to what a write computes with.
+    fn encode(&self, _served: &mut Value) {}
 }
 
 /// Every kind without rules of its own.
@@ -113,6 +117,25 @@ impl Strategy for EventsView {
     fn view(&self, stored: &Value) -> Option<Value> {
         Some(crate::builtin::events::to_events_v1(stored))
     }
+
+    fn encode(&self, served: &mut Value) {
+        crate::builtin::encoding::encode_events_v1_event(served);
+    }
+}
+
+/// core/v1 Events.
+struct Events;
+impl Strategy for Events {
+    fn encode(&self, served: &mut Value) {
+        crate::builtin::encoding::encode_core_event(served);
+    }
+}
+
+struct Deployments;
+impl Strategy for Deployments {
+    fn encode(&self, served: &mut Value) {
+        crate::builtin::encoding::encode_deployment(served);
+    }
 }
 
 /// The strategy of the kind `rt` serves.
@@ -121,6 +144,8 @@ pub(super) fn strategy(rt: &ResourceType) -> &'static dyn Strategy {
         "" if rt.plural == "namespaces" => &Namespaces,
         "" if rt.plural == "services" => &Services,
         "" if rt.kind == "Pod" => &Pods,
+        "" if rt.plural == "events" => &Events,
+        "apps" if rt.plural == "deployments" => &Deployments,
         "apiextensions.k8s.io" if rt.plural == "customresourcedefinitions" => &CustomResourceDefinitions,
         _ if crate::builtin::events::is_events_view(rt) => &EventsView,
         _ => &Generic,

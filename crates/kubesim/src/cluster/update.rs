@@ -68,7 +68,7 @@ impl Cluster {
         if precondition_rv.as_deref().is_some_and(|rv| rv != cur_rv) {
             return Err(ApiError::conflict(&rt.plural, &rt.group, name));
         }
-        let mut new = f(&present(rt, &cur))?;
+        let mut new = f(&view(rt, &cur))?;
         if !new.is_object() {
             return Err(ApiError::bad_request("the resulting object must be a JSON object"));
         }
@@ -482,7 +482,7 @@ fn split_status(rt: &ResourceType, cur: &Value, mut new: Value, sub: Subresource
         Subresource::Status => {
             let status = new.get("status").cloned();
             let mf = new.pointer("/metadata/managedFields").cloned();
-            new = present(rt, cur);
+            new = view(rt, cur);
             match status {
                 Some(s) => new["status"] = s,
                 None => {

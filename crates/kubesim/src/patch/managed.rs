@@ -213,6 +213,8 @@ fn zero_object(rt: &ResourceType) -> Value {
     let template = json!({"metadata": {}, "spec": pod_spec});
     let mut zero = match (rt.is_crd(), rt.kind.as_str()) {
         (true, _) => json!({}),
+        (false, "Event") if rt.group.is_empty() => json!({"involvedObject": {}, "source": {}}),
+        (false, "Event") => json!({"regarding": {}, "deprecatedSource": {}}),
         (false, "Deployment") => json!({"spec": {"template": template, "strategy": {}}, "status": {}}),
         (false, "ReplicaSet") => json!({"spec": {"template": template}, "status": {}}),
         (false, "Pod") => json!({"spec": pod_spec, "status": {}}),
