@@ -538,7 +538,8 @@ impl Cluster {
         if causes.is_empty() {
             return Ok(());
         }
-        Err(invalid(rt, meta_str(obj, "name").unwrap_or_default(), causes))
+        let name = meta_str(obj, "name").unwrap_or_default();
+        Err(ApiError::invalid(&rt.kind, strategy(rt).error_group(rt), name, causes))
     }
 
     /// The ValidatingAdmissionPolicies of the store, on a write about to be stored (warnings, or the denial).

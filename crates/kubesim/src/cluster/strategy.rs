@@ -56,6 +56,11 @@ pub(super) trait Strategy: Sync {
     /// The served object as Go's encoding of the typed object prints it (unset struct fields as null or `{}`);
     /// applied only on the way out, never to what a write computes with.
     fn encode(&self, _served: &mut Value) {}
+
+    /// The group a validation error names: the type's, unless its registry serves another group's type.
+    fn error_group<'a>(&self, rt: &'a ResourceType) -> &'a str {
+        &rt.group
+    }
 }
 
 /// Every kind without rules of its own.
@@ -120,6 +125,11 @@ impl Strategy for EventsView {
 
     fn encode(&self, served: &mut Value) {
         crate::builtin::encoding::encode_events_v1_event(served);
+    }
+
+    /// Both Event APIs are served by core's Event registry, so its errors name the core kind.
+    fn error_group<'a>(&self, _rt: &'a ResourceType) -> &'a str {
+        ""
     }
 }
 
