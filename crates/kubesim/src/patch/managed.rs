@@ -224,6 +224,7 @@ fn zero_object(rt: &ResourceType) -> Value {
         (false, "Lease") => json!({"spec": {}}),
         (false, "HorizontalPodAutoscaler") => json!({"spec": {"scaleTargetRef": {}}, "status": {}}),
         (false, "Role" | "ClusterRole") => json!({"rules": []}),
+        (false, "SelfSubjectAccessReview" | "SelfSubjectRulesReview") => json!({"spec": {}, "status": {}}),
         (false, "RoleBinding" | "ClusterRoleBinding") => json!({"roleRef": {}}),
         (false, _) => json!({}),
     };
