@@ -48,6 +48,7 @@ mod validate;
 use base64::Engine as _;
 use serde_json::Value;
 
+pub use defaults::{namespace_finalizer, service_ip_families};
 pub use prune::prune_unknown;
 
 use crate::error::{ApiResult, Cause};
@@ -214,6 +215,8 @@ pub fn validate_object(rt: &ResourceType, obj: &Value, old: Option<&Value>) -> V
 pub fn prepare_for_update(rt: &ResourceType, new: &mut Value, old: &Value) {
     if rt.group.is_empty() && rt.kind == "Service" {
         validate::carry_service_allocations(new, old);
+        // The allocator's IP family fields, kept from the stored object (or given anew to a type that has none).
+        service_ip_families(new);
     }
 }
 

@@ -700,7 +700,7 @@ pub fn carry_service_allocations(new: &mut Value, old: &Value) {
     let new_type = ty(spec);
     let old_type = old_spec.as_object().map(ty).unwrap_or_default();
     if new_type != "ExternalName" && old_type != "ExternalName" {
-        for key in ["clusterIP", "clusterIPs"] {
+        for key in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
             let missing = match spec.get(key) {
                 None | Some(Value::Null) => true,
                 Some(Value::String(s)) => s.is_empty(),

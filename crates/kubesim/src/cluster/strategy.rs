@@ -19,6 +19,9 @@ pub(super) enum OnDelete {
 
 /// One kind's rules. Every method has the generic behaviour as its default.
 pub(super) trait Strategy: Sync {
+    /// PrepareForCreate's part that upstream runs after the field manager, so no manager owns what it sets.
+    fn prepare_for_create(&self, _obj: &mut Value) {}
+
     /// PrepareForUpdate, before defaulting: what a write may not change through this path.
     fn prepare_for_update(&self, _new: &mut Value, _cur: &Value, _sub: Subresource) {}
 
@@ -69,6 +72,10 @@ impl Strategy for Generic {}
 
 struct Namespaces;
 impl Strategy for Namespaces {
+    fn prepare_for_create(&self, ns: &mut Value) {
+        crate::builtin::namespace_finalizer(ns);
+    }
+
     fn prepare_for_update(&self, new: &mut Value, cur: &Value, sub: Subresource) {
         // spec.finalizers change only through /finalize.
         if sub == Subresource::Main
@@ -105,7 +112,9 @@ impl Strategy for CustomResourceDefinitions {
 struct Services;
 impl Strategy for Services {
     fn allocate(&self, st: &State, rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
-        allocate_cluster_ip(st, rt, obj)
+        allocate_cluster_ip(st, rt, obj)?;
+        crate::builtin::service_ip_families(obj);
+        Ok(())
     }
 }
 
@@ -166,7 +175,7 @@ const SERVICE_NET_SIZE: u32 = 1 << 20;
 
 const SERVICE_NET: u32 = 0x0A60_0000; // 10.96.0.0/12
 
-/// Gives a Service its clusterIP (kept when asked for one that is free), clusterIPs and IP family fields.
+/// Gives a Service its clusterIP (kept when asked for one that is free) and clusterIPs.
 fn allocate_cluster_ip(st: &State, rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
     let name = meta_str(obj, "name").unwrap_or_default().to_string();
     let svc_type = obj.pointer("/spec/type").and_then(Value::as_str).unwrap_or("ClusterIP").to_string();
@@ -210,8 +219,6 @@ fn allocate_cluster_ip(st: &State, rt: &ResourceType, obj: &mut Value) -> ApiRes
     if ip != "None" {
         let spec = obj["spec"].as_object_mut();
         if let Some(spec) = spec {
-            spec.entry("ipFamilies").or_insert(json!(["IPv4"]));
-            spec.entry("ipFamilyPolicy").or_insert(json!("SingleStack"));
             spec.entry("internalTrafficPolicy").or_insert(json!("Cluster"));
         }
     }
