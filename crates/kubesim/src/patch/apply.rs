@@ -115,7 +115,6 @@ pub fn server_side_apply(req: ApplyRequest) -> ApiResult<Value> {
     let last_applied = match entries.iter_mut().find(|e| is_applier(e)) {
         Some(e) => {
             let last = std::mem::replace(&mut e.fields, applied_fields);
-            e.time = Some(req.now.to_string());
             e.api_version = api_version.clone();
             last
         }
@@ -124,7 +123,7 @@ pub fn server_side_apply(req: ApplyRequest) -> ApiResult<Value> {
                 manager: req.manager.to_string(),
                 operation: Operation::Apply,
                 api_version: api_version.clone(),
-                time: Some(req.now.to_string()),
+                time: None,
                 subresource: req.subresource.map(str::to_string),
                 fields: applied_fields,
             });
@@ -142,6 +141,13 @@ pub fn server_side_apply(req: ApplyRequest) -> ApiResult<Value> {
     }
 
     let same_object = without_managed_fields(&merged) == without_managed_fields(&live);
+    // Upstream's managedFieldsUpdater stamps the applier's time only when the apply changed the object: an
+    // applier whose values were there already keeps its previous time, or has none (and then sorts first).
+    if (req.live.is_none() || !same_object)
+        && let Some(e) = entries.iter_mut().find(|e| is_applier(e))
+    {
+        e.time = Some(req.now.to_string());
+    }
     let only_times_differ = entries.len() == before.len()
         && entries
             .iter()

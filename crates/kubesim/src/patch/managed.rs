@@ -256,6 +256,14 @@ pub fn record_update(
     subresource: Option<&str>,
     now: &str,
 ) {
+    // Upstream's skipNonAppliedManager: an Update of an object nobody manages does not start tracking fields
+    // (only a create or an apply does).
+    if old.is_some_and(|o| decode(o).is_empty()) && decode(new).is_empty() {
+        if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("managedFields");
+        }
+        return;
+    }
     let sent = new.pointer("/metadata/managedFields").cloned();
     let (base_raw, mut entries) = if is_reset(new) {
         (None, Vec::new())
