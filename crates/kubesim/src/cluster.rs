@@ -253,6 +253,14 @@ fn view(rt: &ResourceType, obj: &Value) -> Value {
     stamp(rt, strategy(rt).view(obj).unwrap_or_else(|| obj.clone()))
 }
 
+/// A schema cause as the status validator words it: `status.a.b in body ...` becomes `a.b in body ...`.
+fn status_relative(mut cause: Cause) -> Cause {
+    if let Some(relative) = cause.field.strip_prefix("status.") {
+        cause.message = cause.message.replace(&format!("{} in body", cause.field), &format!("{relative} in body"));
+    }
+    cause
+}
+
 /// `obj` with the apiVersion and kind of `rt`.
 fn stamp(rt: &ResourceType, mut out: Value) -> Value {
     if let Some(m) = out.as_object_mut() {
@@ -529,11 +537,18 @@ impl Cluster {
     }
 
     /// Validation of an object about to be stored (`old` is the stored object on updates): 422 with every cause.
-    fn validate(&self, rt: &ResourceType, obj: &Value, old: Option<&Value>) -> ApiResult<()> {
+    fn validate(&self, rt: &ResourceType, obj: &Value, old: Option<&Value>, sub: Subresource) -> ApiResult<()> {
         let mut causes = crate::builtin::validate_object(rt, obj, old);
         if let Some(schema) = self.schema_for(rt) {
             // Transition rules (oldSelf) see the stored object on updates.
-            causes.extend(schema.validate_update(obj, old));
+            let found = schema.validate_update(obj, old);
+            // A /status write is checked by upstream's status validator, whose root is `status`: the field paths
+            // keep the prefix, the texts that quote a path ("x in body ...") do not.
+            let found = match sub {
+                Subresource::Status => found.into_iter().map(status_relative).collect(),
+                _ => found,
+            };
+            causes.extend(found);
         }
         if causes.is_empty() {
             return Ok(());

@@ -61,7 +61,7 @@ impl Cluster {
             return Err(ApiError::already_exists(&rt.plural, &rt.group, &name));
         }
         strategy(&rt).allocate(&st, &rt, &mut obj)?;
-        self.validate(&rt, &obj, None)?;
+        self.validate(&rt, &obj, None, Subresource::Main)?;
         let attributes = crate::admission::Attributes {
             rt: &rt,
             subresource: "",

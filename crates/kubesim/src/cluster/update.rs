@@ -190,7 +190,7 @@ impl Cluster {
         crate::builtin::prepare_for_update(rt, &mut new, cur);
         self.default_object(rt, &mut new, opts, warnings)?;
         strategy(rt).canonicalize(&mut new, Some(cur), now);
-        self.validate(rt, &new, Some(cur))?;
+        self.validate(rt, &new, Some(cur), sub)?;
         if meta::generation_bumps(rt, cur, &new) {
             let g = cur.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
             meta_mut(&mut new).insert("generation".into(), json!(g + 1));
