@@ -247,7 +247,12 @@ async fn non_resource(state: &AppState, route: Route, req: Request) -> Response 
                 None => page_not_found(),
             }
         }
-        Route::OpenApiRoot => json_response(200, &crate::openapi::root(&types)),
+        // Upstream's handler writes the JSON without a content type, so Go's sniffing labels it plain text.
+        Route::OpenApiRoot => json_bytes(
+            200,
+            serde_json::to_vec(&crate::openapi::root(&types)).unwrap_or_default(),
+            "text/plain; charset=utf-8",
+        ),
         Route::OpenApiDoc(path) => match crate::openapi::group_version_doc(&types, &path) {
             Some(doc) => json_response(200, &doc),
             None => error_response(&ApiError::path_not_found()),
