@@ -240,9 +240,25 @@ impl Default for Cluster {
     }
 }
 
-/// The object as served through `rt`: stored objects are shared by all versions of a resource.
+/// The object as served through `rt`: stored objects are shared by all versions of a resource, and encoded as
+/// upstream's typed objects print.
 pub(crate) fn present(rt: &ResourceType, obj: &Value) -> Value {
+    let mut served = view(rt, obj);
+    strategy(rt).encode(&mut served);
+    served
+}
+
+/// The object in the shape of `rt` without the output encoding: what a patch applies to.
+fn view(rt: &ResourceType, obj: &Value) -> Value {
     stamp(rt, strategy(rt).view(obj).unwrap_or_else(|| obj.clone()))
+}
+
+/// A schema cause as the status validator words it: `status.a.b in body ...` becomes `a.b in body ...`.
+fn status_relative(mut cause: Cause) -> Cause {
+    if let Some(relative) = cause.field.strip_prefix("status.") {
+        cause.message = cause.message.replace(&format!("{} in body", cause.field), &format!("{relative} in body"));
+    }
+    cause
 }
 
 /// `obj` with the apiVersion and kind of `rt`.
@@ -339,32 +355,59 @@ impl Cluster {
         self.registry().all()
     }
 
+    /// A body of another type than the endpoint's. For a built-in type upstream's decoder reads the body as the
+    /// type it names and then fails to convert it (`transformDecodeError` around the scheme's error); the texts
+    /// name Go types: `v1.Secret` (the versioned package) and `core.ConfigMap` (the internal one).
+    fn undecodable_type(&self, rt: &ResourceType, api_version: &str, kind: &str) -> ApiError {
+        if rt.is_crd() {
+            return if api_version != rt.api_version() {
+                ApiError::bad_request(format!(
+                    "the API version in the data ({api_version}) does not match the expected API version ({})",
+                    rt.api_version()
+                ))
+            } else {
+                ApiError::bad_request(format!(
+                    "the kind in the data ({kind}) does not match the expected kind ({})",
+                    rt.kind
+                ))
+            };
+        }
+        let version = api_version.rsplit_once('/').map_or(api_version, |(_, v)| v);
+        let cause = match self.registry().resolve_kind(api_version, kind).filter(|t| !t.is_crd()) {
+            Some(_) => {
+                // Internal types live in a package named after the group's first label; events.k8s.io's Event is
+                // core's.
+                let internal = match rt.group.split('.').next().unwrap_or_default() {
+                    "" | "events" => "core",
+                    first => first,
+                };
+                format!("converting ({version}.{kind}) to ({internal}.{}): unknown conversion", rt.kind)
+            }
+            None => format!(
+                "no kind \"{kind}\" is registered for version \"{api_version}\" in scheme \"pkg/runtime/scheme.go:111\""
+            ),
+        };
+        ApiError::bad_request(format!("{kind} in version \"{version}\" cannot be handled as a {}: {cause}", rt.kind))
+    }
+
     /// Validates apiVersion/kind (absent or right), makes sure the body is an object and fills in type meta.
     fn check_body(&self, rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
         let Some(m) = obj.as_object_mut() else {
             return Err(ApiError::bad_request("the request body must be a JSON object"));
         };
         let expected = rt.api_version();
-        match m.get("apiVersion") {
-            None | Some(Value::Null) => {}
-            Some(Value::String(v)) if v.is_empty() || *v == expected => {}
-            Some(v) => {
-                let v = v.as_str().map(String::from).unwrap_or_else(|| v.to_string());
-                return Err(ApiError::bad_request(format!(
-                    "the API version in the data ({v}) does not match the expected API version ({expected})"
-                )));
-            }
-        }
-        match m.get("kind") {
-            None | Some(Value::Null) => {}
-            Some(Value::String(k)) if k.is_empty() || *k == rt.kind => {}
-            Some(k) => {
-                let k = k.as_str().map(String::from).unwrap_or_else(|| k.to_string());
-                return Err(ApiError::bad_request(format!(
-                    "the kind in the data ({k}) does not match the expected kind ({})",
-                    rt.kind
-                )));
-            }
+        let api_version = match m.get("apiVersion") {
+            None | Some(Value::Null) => expected.clone(),
+            Some(Value::String(v)) if v.is_empty() => expected.clone(),
+            Some(v) => v.as_str().map(String::from).unwrap_or_else(|| v.to_string()),
+        };
+        let kind = match m.get("kind") {
+            None | Some(Value::Null) => rt.kind.clone(),
+            Some(Value::String(k)) if k.is_empty() => rt.kind.clone(),
+            Some(k) => k.as_str().map(String::from).unwrap_or_else(|| k.to_string()),
+        };
+        if api_version != expected || kind != rt.kind {
+            return Err(self.undecodable_type(rt, &api_version, &kind));
         }
         match m.get("metadata") {
             None | Some(Value::Null) => {
@@ -494,16 +537,24 @@ impl Cluster {
     }
 
     /// Validation of an object about to be stored (`old` is the stored object on updates): 422 with every cause.
-    fn validate(&self, rt: &ResourceType, obj: &Value, old: Option<&Value>) -> ApiResult<()> {
+    fn validate(&self, rt: &ResourceType, obj: &Value, old: Option<&Value>, sub: Subresource) -> ApiResult<()> {
         let mut causes = crate::builtin::validate_object(rt, obj, old);
         if let Some(schema) = self.schema_for(rt) {
             // Transition rules (oldSelf) see the stored object on updates.
-            causes.extend(schema.validate_update(obj, old));
+            let found = schema.validate_update(obj, old);
+            // A /status write is checked by upstream's status validator, whose root is `status`: the field paths
+            // keep the prefix, the texts that quote a path ("x in body ...") do not.
+            let found = match sub {
+                Subresource::Status => found.into_iter().map(status_relative).collect(),
+                _ => found,
+            };
+            causes.extend(found);
         }
         if causes.is_empty() {
             return Ok(());
         }
-        Err(invalid(rt, meta_str(obj, "name").unwrap_or_default(), causes))
+        let name = meta_str(obj, "name").unwrap_or_default();
+        Err(ApiError::invalid(&rt.kind, strategy(rt).error_group(rt), name, causes))
     }
 
     /// The ValidatingAdmissionPolicies of the store, on a write about to be stored (warnings, or the denial).

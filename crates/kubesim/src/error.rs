@@ -203,9 +203,12 @@ impl ApiError {
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
             "code": self.code,
         });
+        // metav1.Status.reason is omitempty: a plain Go error answered as a 500 has none.
+        if !self.reason.is_empty() {
+            status["reason"] = json!(self.reason);
+        }
         let d = &self.details;
         let mut details = serde_json::Map::new();
         // metav1.StatusDetails.name is omitempty too.

@@ -13,6 +13,7 @@
 //! - [`patch`]: merge, JSON, strategic merge patches and server-side apply with managedFields.
 //! - [`controllers`]: the simulated controller-manager (Deployments, ReplicaSets, Pods, garbage collection).
 //! - [`faults`]: seeded fault injection.
+//! - [`gojson`]: the text of Go `encoding/json` syntax errors, which upstream quotes in some 400s.
 //! - [`admission`]: ValidatingAdmissionPolicies and their bindings, evaluated on every create and update.
 //! - [`auth`], [`rbac`]: bearer-token authentication and the RBAC authorizer (enforced when asked).
 
@@ -24,6 +25,7 @@ pub mod controllers;
 pub mod discovery;
 pub mod error;
 pub mod faults;
+pub mod gojson;
 pub mod http;
 pub mod jsonpath;
 pub mod names;

@@ -73,15 +73,13 @@ const fn wide(name: &'static str, ty: &'static str, description: &'static str) -
     Column { name, ty, format: "", description, priority: 1 }
 }
 
-const NAME: Column = Column {
-    name: "Name",
-    ty: "string",
-    format: "name",
-    description: "Name must be unique within a namespace. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names",
-    priority: 0,
-};
-const AGE_DESC: &str = "CreationTimestamp is a timestamp representing the server time when this object was created.";
+const NAME: Column = Column { name: "Name", ty: "string", format: "name", description: NAME_DESC, priority: 0 };
+// Upstream's printers describe their columns with the Go types' SwaggerDoc texts (the OpenAPI field
+// descriptions), e.g. `metav1.ObjectMeta{}.SwaggerDoc()["name"]`; these are the v1.37 texts.
+const NAME_DESC: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
+const AGE_DESC: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
 const AGE: Column = col("Age", "string", AGE_DESC);
+const CONFIG_MAP_DATA_DESC: &str = "Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'. Values with non-UTF-8 byte sequences must use the BinaryData field. The keys stored in Data must not overlap with the keys in the BinaryData field, this is enforced during validation process.";
 
 fn column_json(c: &Column) -> Value {
     json!({"name": c.name, "type": c.ty, "format": c.format, "description": c.description, "priority": c.priority})
@@ -194,15 +192,16 @@ fn builtin_printer(rt: &ResourceType) -> (Vec<Column>, Printer) {
             vec![
                 NAME,
                 col("Ready", "string", "Number of the pod with ready state"),
+                // Typed "string" upstream, though the cells are numbers.
                 col(
                     "Up-to-date",
-                    "integer",
-                    "Total number of non-terminated pods targeted by this deployment that have the desired template spec.",
+                    "string",
+                    "Total number of non-terminating pods targeted by this deployment that have the desired template spec.",
                 ),
                 col(
                     "Available",
-                    "integer",
-                    "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
+                    "string",
+                    "Total number of available non-terminating pods (ready for at least minReadySeconds) targeted by this deployment.",
                 ),
                 AGE,
                 wide("Containers", "string", "Names of each container in the template."),
@@ -210,7 +209,7 @@ fn builtin_printer(rt: &ResourceType) -> (Vec<Column>, Printer) {
                 wide(
                     "Selector",
                     "string",
-                    "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.",
+                    "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment. It must match the pod template's labels.",
                 ),
             ],
             |o, now| {
@@ -248,11 +247,9 @@ fn builtin_printer(rt: &ResourceType) -> (Vec<Column>, Printer) {
                 row
             },
         ),
-        ("", "ConfigMap") => {
-            (vec![NAME, col("Data", "string", "Data contains the configuration data."), AGE], |o, now| {
-                vec![name(o), json!(count(o, "/data") + count(o, "/binaryData")), created(o, now)]
-            })
-        }
+        ("", "ConfigMap") => (vec![NAME, col("Data", "string", CONFIG_MAP_DATA_DESC), AGE], |o, now| {
+            vec![name(o), json!(count(o, "/data") + count(o, "/binaryData")), created(o, now)]
+        }),
         ("", "Secret") => (
             vec![
                 NAME,
@@ -592,6 +589,17 @@ fn crd_cell(ty: &str, v: &Value, now: jiff::Timestamp) -> Value {
     }
 }
 
+/// A printer column's description, or what upstream's CRD printer writes for one without.
+fn crd_column_description(c: &Value) -> String {
+    match c.get("description").and_then(Value::as_str).filter(|d| !d.is_empty()) {
+        Some(d) => d.to_string(),
+        None => format!(
+            "Custom resource definition column (in JSONPath format): {}",
+            c.get("jsonPath").and_then(Value::as_str).unwrap_or_default()
+        ),
+    }
+}
+
 fn crd_table(printer_columns: &[Value], objects: &[Value], now: jiff::Timestamp) -> (Vec<Value>, Vec<Value>) {
     let mut columns = vec![column_json(&NAME)];
     // (type, path) per extra column; a CRD without columns shows Age.
@@ -606,7 +614,7 @@ fn crd_table(printer_columns: &[Value], objects: &[Value], now: jiff::Timestamp)
             "name": c.get("name").and_then(Value::as_str).unwrap_or_default(),
             "type": ty,
             "format": c.get("format").and_then(Value::as_str).unwrap_or_default(),
-            "description": c.get("description").and_then(Value::as_str).unwrap_or_default(),
+            "description": crd_column_description(c),
             "priority": c.get("priority").and_then(Value::as_i64).unwrap_or(0),
         }));
         let path = c.get("jsonPath").and_then(Value::as_str).and_then(|p| jsonpath::parse_relaxed(p).ok());

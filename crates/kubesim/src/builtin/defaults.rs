@@ -429,18 +429,42 @@ fn service(obj: &mut Value) {
         {
             spec.insert("clusterIP".into(), first);
         }
-        // Headless services without a selector are dual-stack by default (on this single-stack cluster: IPv4).
-        let headless = spec.get("clusterIP").and_then(Value::as_str) == Some("None");
-        let no_selector = spec.get("selector").and_then(Value::as_object).is_none_or(|m| m.is_empty());
-        let policy = if headless && no_selector { "RequireDualStack" } else { "SingleStack" };
-        set_val(spec, "ipFamilyPolicy", json!(policy));
-        let families_empty = spec.get("ipFamilies").and_then(Value::as_array).is_none_or(|a| a.is_empty());
-        if families_empty {
-            spec.insert("ipFamilies".into(), json!(["IPv4"]));
-        }
     }
     let status = child_obj(obj, "status");
     set_val(status, "loadBalancer", json!({}));
+}
+
+/// The IP family fields of a Service that has cluster IPs. Upstream's IP allocator sets them inside the
+/// registry, after the field manager ran, so no manager owns them (not decoder defaulting).
+pub fn service_ip_families(obj: &mut Value) {
+    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else { return };
+    if spec.get("type").and_then(Value::as_str) == Some("ExternalName") {
+        return;
+    }
+    // Headless services without a selector are dual-stack by default (on this single-stack cluster: IPv4).
+    let headless = spec.get("clusterIP").and_then(Value::as_str) == Some("None");
+    let no_selector = spec.get("selector").and_then(Value::as_object).is_none_or(|m| m.is_empty());
+    let policy = if headless && no_selector { "RequireDualStack" } else { "SingleStack" };
+    set_val(spec, "ipFamilyPolicy", json!(policy));
+    let families_empty = spec.get("ipFamilies").and_then(Value::as_array).is_none_or(|a| a.is_empty());
+    if families_empty {
+        spec.insert("ipFamilies".into(), json!(["IPv4"]));
+    }
+}
+
+/// Namespace create: the `kubernetes` finalizer is added by the registry's PrepareForCreate, after the field
+/// manager ran (upstream keeps it out of defaulting because /finalize may remove it later).
+pub fn namespace_finalizer(obj: &mut Value) {
+    let spec = child_obj(obj, "spec");
+    let finalizers = spec.entry("finalizers").or_insert_with(|| json!([]));
+    if !finalizers.is_array() {
+        *finalizers = json!([]);
+    }
+    if let Some(list) = finalizers.as_array_mut()
+        && !list.iter().any(|f| f == "kubernetes")
+    {
+        list.push(json!("kubernetes"));
+    }
 }
 
 fn namespace(obj: &mut Value) {
@@ -450,10 +474,6 @@ fn namespace(obj: &mut Value) {
         let labels = child_obj_map(metadata, "labels");
         labels.insert("kubernetes.io/metadata.name".into(), json!(name));
     }
-    let spec = child_obj(obj, "spec");
-    // Create-time in upstream (the finalizer may later be removed through /finalize); a missing list is the
-    // create case in practice, as updates carry the old object's finalizers.
-    set_val(spec, "finalizers", json!(["kubernetes"]));
     let status = child_obj(obj, "status");
     set_str(status, "phase", "Active");
 }
@@ -596,8 +616,7 @@ mod tests {
         assert_eq!(spec["sessionAffinity"], "None");
         assert_eq!(spec["ports"][0], json!({"port": 80, "protocol": "TCP", "targetPort": 80}));
         assert_eq!(spec["ports"][1], json!({"port": 443, "protocol": "UDP", "targetPort": "https"}));
-        assert_eq!(spec["ipFamilies"], json!(["IPv4"]));
-        assert_eq!(spec["ipFamilyPolicy"], "SingleStack");
+        assert!(spec.get("ipFamilies").is_none(), "the allocator's, after the field manager");
         assert_eq!(spec["internalTrafficPolicy"], "Cluster");
         assert!(spec.get("externalTrafficPolicy").is_none());
         assert!(spec.get("clusterIP").is_none(), "allocation is the caller's");
@@ -612,11 +631,20 @@ mod tests {
         assert_eq!(np["spec"]["allocateLoadBalancerNodePorts"], true);
         assert_eq!(np["spec"]["sessionAffinityConfig"]["clientIP"]["timeoutSeconds"], 10800);
 
-        let headless = defaulted("", "Service", json!({"spec": {"clusterIP": "None"}}));
+        let mut headless = defaulted("", "Service", json!({"spec": {"clusterIP": "None"}}));
         assert_eq!(headless["spec"]["clusterIPs"], json!(["None"]));
+        service_ip_families(&mut headless);
         assert_eq!(headless["spec"]["ipFamilyPolicy"], "RequireDualStack");
+        let mut plain = s.clone();
+        service_ip_families(&mut plain);
+        assert_eq!(
+            (&plain["spec"]["ipFamilies"], &plain["spec"]["ipFamilyPolicy"]),
+            (&json!(["IPv4"]), &json!("SingleStack"))
+        );
 
-        let ext = defaulted("", "Service", json!({"spec": {"type": "ExternalName", "externalName": "example.com"}}));
+        let mut ext =
+            defaulted("", "Service", json!({"spec": {"type": "ExternalName", "externalName": "example.com"}}));
+        service_ip_families(&mut ext);
         assert!(ext["spec"].get("ipFamilies").is_none());
         assert!(ext["spec"].get("internalTrafficPolicy").is_none());
     }
@@ -625,8 +653,11 @@ mod tests {
     fn namespace_defaults() {
         let ns = defaulted("", "Namespace", json!({"metadata": {"name": "todo", "labels": {"a": "b"}}}));
         assert_eq!(ns["metadata"]["labels"], json!({"a": "b", "kubernetes.io/metadata.name": "todo"}));
-        assert_eq!(ns["spec"]["finalizers"], json!(["kubernetes"]));
+        assert!(ns.get("spec").is_none(), "the finalizer is PrepareForCreate's, after the field manager");
         assert_eq!(ns["status"]["phase"], "Active");
+        let mut created = json!({"spec": {"finalizers": ["example.com/x"]}});
+        namespace_finalizer(&mut created);
+        assert_eq!(created["spec"]["finalizers"], json!(["example.com/x", "kubernetes"]));
     }
 
     #[test]

@@ -39,6 +39,7 @@ macro_rules! stored_kinds {
 pub(crate) use stored_kinds;
 
 mod defaults;
+pub mod encoding;
 pub mod events;
 mod hpa;
 mod prune;
@@ -47,6 +48,7 @@ mod validate;
 use base64::Engine as _;
 use serde_json::Value;
 
+pub use defaults::{namespace_finalizer, service_ip_families};
 pub use prune::prune_unknown;
 
 use crate::error::{ApiResult, Cause};
@@ -108,9 +110,22 @@ pub fn selectable_fields(rt: &ResourceType) -> Vec<String> {
     out
 }
 
-/// 400 `field label not supported: X` when the selector uses a field the type does not offer.
+/// 400 when the selector uses a field the type does not offer. A built-in kind with a conversion function of its
+/// own (it offers more than the metadata fields) says `field label not supported: X`; the others fall back to
+/// `runtime.DefaultMetaV1FieldSelectorConversion`, which names the two fields it knows.
 pub fn check_field_selector(rt: &ResourceType, sel: &FieldSelector) -> ApiResult<()> {
-    sel.check_supported(&selectable_fields(rt))
+    let supported = selectable_fields(rt);
+    let only_metadata = supported.iter().all(|f| f == "metadata.name" || f == "metadata.namespace");
+    match sel.check_supported(&supported) {
+        Err(mut e) if rt.origin == Origin::BuiltIn && only_metadata => {
+            if let Some(field) = sel.fields().into_iter().find(|f| !supported.contains(f)) {
+                e.message =
+                    format!("{field:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\"");
+            }
+            Err(e)
+        }
+        other => other,
+    }
 }
 
 /// The value a field selector sees for `field`: upstream's per-type field sets, including their computed and
@@ -200,6 +215,8 @@ pub fn validate_object(rt: &ResourceType, obj: &Value, old: Option<&Value>) -> V
 pub fn prepare_for_update(rt: &ResourceType, new: &mut Value, old: &Value) {
     if rt.group.is_empty() && rt.kind == "Service" {
         validate::carry_service_allocations(new, old);
+        // The allocator's IP family fields, kept from the stored object (or given anew to a type that has none).
+        service_ip_families(new);
     }
 }
 
@@ -251,7 +268,11 @@ mod tests {
         let sel = FieldSelector::parse("spec.nodeName=n1").unwrap();
         assert!(check_field_selector(&rt("", "Pod"), &sel).is_ok());
         let e = check_field_selector(&rt("", "ConfigMap"), &sel).unwrap_err();
-        assert_eq!((e.code, e.message.as_str()), (400, "field label not supported: spec.nodeName"));
+        let default = r#""spec.nodeName" is not a known field selector: only "metadata.name", "metadata.namespace""#;
+        assert_eq!((e.code, e.message.as_str()), (400, default));
+        let sel = FieldSelector::parse("spec.bogus=n1").unwrap();
+        let e = check_field_selector(&rt("", "Pod"), &sel).unwrap_err();
+        assert_eq!((e.code, e.message.as_str()), (400, "field label not supported: spec.bogus"));
     }
 
     #[test]

@@ -45,8 +45,8 @@ pub fn validate(rt: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Caus
         }
         ("coordination.k8s.io", "Lease") => lease(obj, &mut out),
         ("autoscaling", "HorizontalPodAutoscaler") => super::hpa::validate(obj, &mut out),
-        ("events.k8s.io", "Event") => event_v1(obj, &mut out),
-        ("", "Event") => event_core(obj, &mut out),
+        ("events.k8s.io", "Event") => event(obj, true, &mut out),
+        ("", "Event") => event(obj, false, &mut out),
         ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => admission_policy(obj, &mut out),
         ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => admission_binding(obj, &mut out),
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
@@ -576,31 +576,79 @@ fn lease(obj: &Value, out: &mut Vec<Cause>) {
     non_negative(obj, "/spec/leaseTransitions", "spec.leaseTransitions", out);
 }
 
-/// events.k8s.io/v1 requires the new-style fields.
-fn event_v1(obj: &Value, out: &mut Vec<Cause>) {
-    for (field, ptr) in [
-        ("eventTime", "/eventTime"),
-        ("reportingController", "/reportingController"),
-        ("reportingInstance", "/reportingInstance"),
-        ("action", "/action"),
-        ("reason", "/reason"),
-    ] {
-        if obj.pointer(ptr).is_none_or(|v| v.is_null() || v.as_str() == Some("")) {
-            out.push(err::required(field, ""));
+/// An Event, as upstream validates the one internal type both APIs decode to (pkg/apis/core/validation/events.go):
+/// `legacyValidateEvent` for both, then the stricter checks of events.k8s.io/v1. Field paths are the internal
+/// (core) names whichever API was used; only the reporting controller is named as the request's API names it.
+fn event(obj: &Value, events_api: bool, out: &mut Vec<Cause>) {
+    let core = if events_api { super::events::to_core(obj) } else { obj.clone() };
+    legacy_event(&core, events_api, out);
+    if !events_api {
+        return;
+    }
+    if is_unset(&core, "/eventTime") {
+        out.push(err::required("eventTime", ""));
+    }
+    let ty = str_at(&core, "/type");
+    if ty != "Normal" && ty != "Warning" {
+        out.push(err::invalid_str("type", "", &format!("has invalid value: {ty}")));
+    }
+    for (ptr, path) in [("/firstTimestamp", "firstTimestamp"), ("/lastTimestamp", "lastTimestamp")] {
+        if !is_unset(&core, ptr) {
+            out.push(err::invalid_str(path, "", "needs to be unset"));
         }
     }
-    one_of(obj, "/type", "type", &["Normal", "Warning"], out);
-    if str_at(obj, "/note").len() > 1024 {
-        out.push(err::too_long("note", 1024));
+    if int_at(&core, "/count").is_some_and(|c| c != 0) {
+        out.push(err::invalid_str("count", "", "needs to be unset"));
+    }
+    if !str_at(&core, "/source/component").is_empty() || !str_at(&core, "/source/host").is_empty() {
+        out.push(err::invalid_str("source", "", "needs to be unset"));
     }
 }
 
-fn event_core(obj: &Value, out: &mut Vec<Cause>) {
-    let ns = str_at(obj, "/metadata/namespace");
-    let involved = str_at(obj, "/involvedObject/namespace");
-    if !involved.is_empty() && involved != ns {
-        out.push(err::invalid_str("involvedObject.namespace", involved, "does not match event.namespace"));
+/// `legacyValidateEvent`: an Event without eventTime is an old-style one, whose involvedObject namespace must
+/// agree with its own; one with eventTime needs the reporting fields.
+fn legacy_event(core: &Value, events_api: bool, out: &mut Vec<Cause>) {
+    const LIMIT: usize = 128;
+    const NOTE_LIMIT: usize = 1024;
+    let ns = str_at(core, "/metadata/namespace");
+    let involved = str_at(core, "/involvedObject/namespace");
+    let mismatch = || err::invalid_str("involvedObject.namespace", involved, "does not match event.namespace");
+    if is_unset(core, "/eventTime") {
+        let allowed = if involved.is_empty() { ns.is_empty() || ns == "default" } else { ns == involved };
+        if !allowed {
+            out.push(mismatch());
+        }
+        return;
     }
+    if involved.is_empty() && ns != "default" && ns != "kube-system" {
+        out.push(mismatch());
+    }
+    let controller_field = if events_api { "reportingController" } else { "reportingComponent" };
+    let controller = str_at(core, "/reportingComponent");
+    if controller.is_empty() {
+        out.push(err::required(controller_field, ""));
+    }
+    for msg in names::qualified_name_errors(controller) {
+        out.push(err::invalid_str(controller_field, controller, &msg));
+    }
+    // Each required, then its length, in this order.
+    for field in ["reportingInstance", "action", "reason"] {
+        let value = str_at(core, &format!("/{field}"));
+        if value.is_empty() {
+            out.push(err::required(field, ""));
+        }
+        if value.len() > LIMIT {
+            out.push(err::invalid_str(field, "", &format!("can have at most {LIMIT} characters")));
+        }
+    }
+    if str_at(core, "/message").len() > NOTE_LIMIT {
+        out.push(err::invalid_str("message", "", &format!("can have at most {NOTE_LIMIT} characters")));
+    }
+}
+
+/// A time field a client left out (absent, null or "").
+fn is_unset(obj: &Value, ptr: &str) -> bool {
+    obj.pointer(ptr).is_none_or(|v| v.is_null() || v.as_str() == Some(""))
 }
 
 fn crd_update(obj: &Value, old: &Value, out: &mut Vec<Cause>) {
@@ -652,7 +700,7 @@ pub fn carry_service_allocations(new: &mut Value, old: &Value) {
     let new_type = ty(spec);
     let old_type = old_spec.as_object().map(ty).unwrap_or_default();
     if new_type != "ExternalName" && old_type != "ExternalName" {
-        for key in ["clusterIP", "clusterIPs"] {
+        for key in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
             let missing = match spec.get(key) {
                 None | Some(Value::Null) => true,
                 Some(Value::String(s)) => s.is_empty(),

@@ -52,6 +52,7 @@ impl Cluster {
             let manager = opts.field_manager.clone().unwrap_or_else(|| DEFAULT_MANAGER.to_string());
             crate::patch::managed::record_update(&rt, None, &mut obj, &manager, None, &now);
         }
+        strategy(&rt).prepare_for_create(&mut obj);
 
         let key = (ns.clone(), name.clone());
         let mut st = self.inner.store.lock();
@@ -60,7 +61,7 @@ impl Cluster {
             return Err(ApiError::already_exists(&rt.plural, &rt.group, &name));
         }
         strategy(&rt).allocate(&st, &rt, &mut obj)?;
-        self.validate(&rt, &obj, None)?;
+        self.validate(&rt, &obj, None, Subresource::Main)?;
         let attributes = crate::admission::Attributes {
             rt: &rt,
             subresource: "",

@@ -1,6 +1,10 @@
 //! The reads: get, list (with continue tokens and resourceVersion semantics) and watch.
 
 use super::*;
+use base64::DecodeError;
+use base64::Engine as _;
+use base64::alphabet;
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 
 impl Cluster {
     pub(super) fn selectors(
@@ -213,22 +217,40 @@ impl Cluster {
     }
 }
 
-/// A continue token: the list's resourceVersion and the last key returned. Opaque to clients (hex of JSON).
+/// A continue token: the list's resourceVersion and the last key returned, as JSON in unpadded base64url like
+/// upstream's (opaque to clients; the shared encoding makes a malformed token fail with upstream's text).
 pub(super) fn encode_continue(rv: u64, key: &ObjectKey) -> String {
     let raw = json!({"rv": rv, "ns": key.0, "name": key.1}).to_string();
-    raw.bytes().map(|b| format!("{b:02x}")).collect()
+    CONTINUE_ENCODING.encode(raw)
 }
 
+/// Go's `base64.RawURLEncoding`: no padding, and (unlike the base64 crate's default) nonzero trailing bits
+/// are accepted.
+const CONTINUE_ENCODING: GeneralPurpose = GeneralPurpose::new(
+    &alphabet::URL_SAFE,
+    GeneralPurposeConfig::new()
+        .with_encode_padding(false)
+        .with_decode_allow_trailing_bits(true)
+        .with_decode_padding_mode(DecodePaddingMode::RequireNone),
+);
+
+/// Upstream's errors for a token it cannot read: `invalid continue token: continue key is not valid: ` and the Go
+/// base64 or JSON error.
 pub(super) fn decode_continue(token: &str) -> ApiResult<(u64, ObjectKey)> {
-    let bad = || ApiError::bad_request("continue key is not valid: incorrect encoded start resourceVersion");
-    if !token.len().is_multiple_of(2) || !token.is_ascii() {
-        return Err(bad());
+    let invalid =
+        |why: String| ApiError::bad_request(format!("invalid continue token: continue key is not valid: {why}"));
+    let bytes = CONTINUE_ENCODING.decode(token).map_err(|e| {
+        let at = match e {
+            DecodeError::InvalidByte(at, _) | DecodeError::InvalidLastSymbol(at, _) => at,
+            DecodeError::InvalidLength(len) => len.saturating_sub(1),
+            DecodeError::InvalidPadding => token.len(),
+        };
+        invalid(format!("illegal base64 data at input byte {at}"))
+    })?;
+    if let Some(e) = crate::gojson::syntax_error(&bytes) {
+        return Err(invalid(e));
     }
-    let bytes: Vec<u8> = (0..token.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&token[i..i + 2], 16))
-        .collect::<Result<_, _>>()
-        .map_err(|_| bad())?;
+    let bad = || invalid("incorrect encoded start resourceVersion (version meta.k8s.io/v1)".to_string());
     let v: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
     let rv = v.get("rv").and_then(Value::as_u64).ok_or_else(bad)?;
     let ns = v.get("ns").and_then(Value::as_str).ok_or_else(bad)?;

@@ -19,6 +19,9 @@ pub(super) enum OnDelete {
 
 /// One kind's rules. Every method has the generic behaviour as its default.
 pub(super) trait Strategy: Sync {
+    /// PrepareForCreate's part that upstream runs after the field manager, so no manager owns what it sets.
+    fn prepare_for_create(&self, _obj: &mut Value) {}
+
     /// PrepareForUpdate, before defaulting: what a write may not change through this path.
     fn prepare_for_update(&self, _new: &mut Value, _cur: &Value, _sub: Subresource) {}
 
@@ -52,6 +55,15 @@ pub(super) trait Strategy: Sync {
     fn view(&self, _stored: &Value) -> Option<Value> {
         None
     }
+
+    /// The served object as Go's encoding of the typed object prints it (unset struct fields as null or `{}`);
+    /// applied only on the way out, never to what a write computes with.
+    fn encode(&self, _served: &mut Value) {}
+
+    /// The group a validation error names: the type's, unless its registry serves another group's type.
+    fn error_group<'a>(&self, rt: &'a ResourceType) -> &'a str {
+        &rt.group
+    }
 }
 
 /// Every kind without rules of its own.
@@ -60,6 +72,10 @@ impl Strategy for Generic {}
 
 struct Namespaces;
 impl Strategy for Namespaces {
+    fn prepare_for_create(&self, ns: &mut Value) {
+        crate::builtin::namespace_finalizer(ns);
+    }
+
     fn prepare_for_update(&self, new: &mut Value, cur: &Value, sub: Subresource) {
         // spec.finalizers change only through /finalize.
         if sub == Subresource::Main
@@ -96,7 +112,9 @@ impl Strategy for CustomResourceDefinitions {
 struct Services;
 impl Strategy for Services {
     fn allocate(&self, st: &State, rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
-        allocate_cluster_ip(st, rt, obj)
+        allocate_cluster_ip(st, rt, obj)?;
+        crate::builtin::service_ip_families(obj);
+        Ok(())
     }
 }
 
@@ -113,6 +131,30 @@ impl Strategy for EventsView {
     fn view(&self, stored: &Value) -> Option<Value> {
         Some(crate::builtin::events::to_events_v1(stored))
     }
+
+    fn encode(&self, served: &mut Value) {
+        crate::builtin::encoding::encode_events_v1_event(served);
+    }
+
+    /// Both Event APIs are served by core's Event registry, so its errors name the core kind.
+    fn error_group<'a>(&self, _rt: &'a ResourceType) -> &'a str {
+        ""
+    }
+}
+
+/// core/v1 Events.
+struct Events;
+impl Strategy for Events {
+    fn encode(&self, served: &mut Value) {
+        crate::builtin::encoding::encode_core_event(served);
+    }
+}
+
+struct Deployments;
+impl Strategy for Deployments {
+    fn encode(&self, served: &mut Value) {
+        crate::builtin::encoding::encode_deployment(served);
+    }
 }
 
 /// The strategy of the kind `rt` serves.
@@ -121,6 +163,8 @@ pub(super) fn strategy(rt: &ResourceType) -> &'static dyn Strategy {
         "" if rt.plural == "namespaces" => &Namespaces,
         "" if rt.plural == "services" => &Services,
         "" if rt.kind == "Pod" => &Pods,
+        "" if rt.plural == "events" => &Events,
+        "apps" if rt.plural == "deployments" => &Deployments,
         "apiextensions.k8s.io" if rt.plural == "customresourcedefinitions" => &CustomResourceDefinitions,
         _ if crate::builtin::events::is_events_view(rt) => &EventsView,
         _ => &Generic,
@@ -131,7 +175,7 @@ const SERVICE_NET_SIZE: u32 = 1 << 20;
 
 const SERVICE_NET: u32 = 0x0A60_0000; // 10.96.0.0/12
 
-/// Gives a Service its clusterIP (kept when asked for one that is free), clusterIPs and IP family fields.
+/// Gives a Service its clusterIP (kept when asked for one that is free) and clusterIPs.
 fn allocate_cluster_ip(st: &State, rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
     let name = meta_str(obj, "name").unwrap_or_default().to_string();
     let svc_type = obj.pointer("/spec/type").and_then(Value::as_str).unwrap_or("ClusterIP").to_string();
@@ -175,8 +219,6 @@ fn allocate_cluster_ip(st: &State, rt: &ResourceType, obj: &mut Value) -> ApiRes
     if ip != "None" {
         let spec = obj["spec"].as_object_mut();
         if let Some(spec) = spec {
-            spec.entry("ipFamilies").or_insert(json!(["IPv4"]));
-            spec.entry("ipFamilyPolicy").or_insert(json!("SingleStack"));
             spec.entry("internalTrafficPolicy").or_insert(json!("Cluster"));
         }
     }

@@ -68,7 +68,7 @@ impl Cluster {
         if precondition_rv.as_deref().is_some_and(|rv| rv != cur_rv) {
             return Err(ApiError::conflict(&rt.plural, &rt.group, name));
         }
-        let mut new = f(&present(rt, &cur))?;
+        let mut new = f(&view(rt, &cur))?;
         if !new.is_object() {
             return Err(ApiError::bad_request("the resulting object must be a JSON object"));
         }
@@ -190,7 +190,7 @@ impl Cluster {
         crate::builtin::prepare_for_update(rt, &mut new, cur);
         self.default_object(rt, &mut new, opts, warnings)?;
         strategy(rt).canonicalize(&mut new, Some(cur), now);
-        self.validate(rt, &new, Some(cur))?;
+        self.validate(rt, &new, Some(cur), sub)?;
         if meta::generation_bumps(rt, cur, &new) {
             let g = cur.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
             meta_mut(&mut new).insert("generation".into(), json!(g + 1));
@@ -232,6 +232,12 @@ impl Cluster {
         if let PatchBody::Apply(body) = &patch {
             let manager = opts.field_manager.clone().filter(|m| !m.is_empty()).ok_or_else(invalid_apply_manager)?;
             self.check_applied_fields(&rt, name, body)?;
+            // The applied object must keep the name on the URL (upstream's checkName after the patch).
+            if let Some(applied) = meta_str(body, "name").filter(|n| !n.is_empty() && *n != name) {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({applied}) does not match the name on the URL ({name})"
+                )));
+            }
             let exists = {
                 let st = self.inner.store.lock();
                 st.get(&ResourceKey::of(&rt), &key_of(&rt, ns, name)).is_some()
@@ -309,15 +315,21 @@ impl Cluster {
         }
     }
 
-    /// An applied configuration must fit the custom resource's schema whatever fieldValidation says: upstream
-    /// builds a typed object from it first and answers a field outside the schema with a 500 (no pruning).
+    /// An applied configuration must fit its type's schema whatever fieldValidation says: upstream builds a typed
+    /// object from it first and answers a field outside the schema with a 500 (no pruning). Built-ins are checked
+    /// against their typed structs. (Inside lists upstream names an item by its key, `[name="app"]`, where the
+    /// path here has its index.)
     pub(super) fn check_applied_fields(&self, rt: &ResourceType, name: &str, body: &Value) -> ApiResult<()> {
-        let Some(schema) = self.schema_for(rt).filter(|_| rt.is_crd()) else { return Ok(()) };
         let mut probe = body.clone();
-        let Some(first) = schema.prune(&mut probe).into_iter().next() else { return Ok(()) };
+        let unknown = match self.schema_for(rt) {
+            Some(schema) if rt.is_crd() => schema.prune(&mut probe),
+            _ if rt.origin == Origin::BuiltIn => crate::builtin::prune_unknown(rt, &mut probe),
+            _ => Vec::new(),
+        };
+        let Some(first) = unknown.into_iter().next() else { return Ok(()) };
         let namespace = body.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default();
-        let group_version =
-            if rt.group.is_empty() { rt.version.clone() } else { format!("{}/{}", rt.group, rt.version) };
+        // Go's GroupVersionKind String(): the core group prints as an empty group before the slash.
+        let group_version = format!("{}/{}", rt.group, rt.version);
         Err(ApiError::new(
             500,
             "",
@@ -470,7 +482,7 @@ fn split_status(rt: &ResourceType, cur: &Value, mut new: Value, sub: Subresource
         Subresource::Status => {
             let status = new.get("status").cloned();
             let mf = new.pointer("/metadata/managedFields").cloned();
-            new = present(rt, cur);
+            new = view(rt, cur);
             match status {
                 Some(s) => new["status"] = s,
                 None => {

@@ -8,6 +8,7 @@ use super::AppState;
 use crate::auth::UserInfo;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::rbac::{Attributes, Policy, Rule};
+use crate::resources::ResourceType;
 
 /// The audience upstream puts in tokens when the request names none.
 const DEFAULT_AUDIENCE: &str = "https://kubernetes.default.svc.cluster.local";
@@ -31,7 +32,20 @@ pub(crate) fn authorize(state: &AppState, user: &UserInfo, attrs: &Attributes) -
 }
 
 fn review(kind: &str, api_version: &str, spec: Value, status: Value) -> Value {
-    json!({"kind": kind, "apiVersion": api_version, "metadata": {"creationTimestamp": null}, "spec": spec, "status": status})
+    json!({"kind": kind, "apiVersion": api_version, "metadata": {}, "spec": spec, "status": status})
+}
+
+/// A review's metadata as upstream's create handler leaves it: a review is never stored, but it is created, so
+/// the field manager records the request's fields (an Update by the request's manager) before the review is
+/// answered with the request's metadata.
+pub(crate) fn review_metadata(rt: &ResourceType, body: &Value, manager: &str) -> Value {
+    let mut request = body.clone();
+    let Some(fields) = request.as_object_mut() else { return json!({}) };
+    if !fields.get("metadata").is_some_and(Value::is_object) {
+        fields.insert("metadata".into(), json!({}));
+    }
+    crate::patch::managed::record_update(rt, None, &mut request, manager, None, &crate::cluster::meta::now_rfc3339());
+    request.get("metadata").cloned().unwrap_or_else(|| json!({}))
 }
 
 pub(crate) fn self_subject_access_review(state: &AppState, user: &UserInfo, body: &Value) -> ApiResult<Value> {

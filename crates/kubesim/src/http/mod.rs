@@ -152,6 +152,12 @@ fn text_response(code: u16, text: String) -> Response {
     r
 }
 
+/// A path no API group serves: kube-apiserver's NotFound handler answers with Go's `http.NotFound`, in plain text
+/// (a served group version answers an unknown resource with a Status instead).
+fn page_not_found() -> Response {
+    text_response(404, "404 page not found\n".into())
+}
+
 fn unauthorized() -> ApiError {
     ApiError::new(401, "Unauthorized", "Unauthorized")
 }
@@ -228,7 +234,7 @@ async fn non_resource(state: &AppState, route: Route, req: Request) -> Response 
         Route::Apis => json_response(200, &crate::discovery::group_list(&types)),
         Route::Group(g) => match crate::discovery::group(&types, &g) {
             Some(doc) => json_response(200, &doc),
-            None => error_response(&ApiError::path_not_found()),
+            None => page_not_found(),
         },
         Route::ResourceList { group, version } => {
             let doc = if group.is_empty() && version == "v1" {
@@ -238,15 +244,21 @@ async fn non_resource(state: &AppState, route: Route, req: Request) -> Response 
             };
             match doc {
                 Some(doc) => json_response(200, &doc),
-                None => error_response(&ApiError::path_not_found()),
+                None => page_not_found(),
             }
         }
-        Route::OpenApiRoot => json_response(200, &crate::openapi::root(&types)),
+        // Upstream's handler writes the JSON without a content type, so Go's sniffing labels it plain text.
+        Route::OpenApiRoot => json_bytes(
+            200,
+            serde_json::to_vec(&crate::openapi::root(&types)).unwrap_or_default(),
+            "text/plain; charset=utf-8",
+        ),
         Route::OpenApiDoc(path) => match crate::openapi::group_version_doc(&types, &path) {
             Some(doc) => json_response(200, &doc),
             None => error_response(&ApiError::path_not_found()),
         },
-        Route::Resource(_) | Route::NotFound => error_response(&ApiError::path_not_found()),
+        Route::Resource(_) => error_response(&ApiError::path_not_found()),
+        Route::NotFound => page_not_found(),
     }
 }
 

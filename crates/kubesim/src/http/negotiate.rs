@@ -61,12 +61,30 @@ pub fn media_type(content_type: Option<&str>) -> String {
     content_type.unwrap_or_default().split(';').next().unwrap_or_default().trim().to_ascii_lowercase()
 }
 
+/// An unparsable body gets upstream's `transformDecodeError` text: Go's JSON syntax error and the start of the
+/// body (`summarizeData`).
 fn parse_json(body: &[u8], kind: &str) -> ApiResult<Value> {
     serde_json::from_slice(body).map_err(|e| {
+        let (error, summary) = match crate::gojson::syntax_error(body) {
+            Some(go) => (go, summarize(body)),
+            None => (e.to_string(), summarize(body)),
+        };
         ApiError::bad_request(format!(
-            "the object provided is unrecognized (must be of type {kind}): couldn't get version/kind; json parse error: {e}"
+            "the object provided is unrecognized (must be of type {kind}): couldn't get version/kind; json parse error: {error} ({summary})"
         ))
     })
+}
+
+/// Upstream's `summarizeData(body, 30)`: a body that starts like an object as text, any other in hex.
+fn summarize(body: &[u8]) -> String {
+    const MAX: usize = 30;
+    let head = &body[..body.len().min(MAX)];
+    let more = if body.len() > MAX { " ..." } else { "" };
+    match body.first() {
+        None => "<empty>".to_string(),
+        Some(b'{') => format!("{}{more}", String::from_utf8_lossy(head)),
+        Some(_) => format!("{}{more}", head.iter().map(|b| format!("{b:02x}")).collect::<String>()),
+    }
 }
 
 fn parse_yaml(body: &[u8]) -> ApiResult<Value> {
@@ -175,12 +193,14 @@ pub fn decode_patch(content_type: Option<&str>, body: &[u8], rt: &ResourceType) 
     }
     let bad = |e: String| ApiError::bad_request(format!("error decoding patch: {e}"));
     match media_type(content_type).as_str() {
+        // Upstream hands the raw bytes to evanphx/json-patch's MergePatch, whose error for a body that is not JSON
+        // is this fixed text.
         "application/merge-patch+json" => {
-            serde_json::from_slice(body).map(PatchBody::Merge).map_err(|e| bad(e.to_string()))
+            serde_json::from_slice(body).map(PatchBody::Merge).map_err(|_| ApiError::bad_request("invalid JSON patch"))
         }
-        "application/json-patch+json" => {
-            serde_json::from_slice(body).map(PatchBody::Json).map_err(|e| bad(e.to_string()))
-        }
+        "application/json-patch+json" => serde_json::from_slice(body)
+            .map(PatchBody::Json)
+            .map_err(|e| bad(crate::gojson::syntax_error(body).unwrap_or_else(|| e.to_string()))),
         "application/strategic-merge-patch+json" => {
             serde_json::from_slice(body).map(PatchBody::Strategic).map_err(|e| bad(e.to_string()))
         }

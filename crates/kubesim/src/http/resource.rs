@@ -291,10 +291,11 @@ async fn serve(
             let ct = header_str(req.headers(), header::CONTENT_TYPE).map(String::from);
             let (headers, body) = read_body(req).await?;
             let obj = negotiate::decode_object(ct.as_deref(), &body, &rt)?;
-            if let Some(answer) = identity_create(state, user, &rt, path, &obj)? {
+            let opts = write_options(&q, &headers, false, "CreateOptions")?;
+            let manager = opts.field_manager.as_deref().unwrap_or_default();
+            if let Some(answer) = identity_create(state, user, &rt, path, &obj, manager)? {
                 return Ok(json_response(201, &answer));
             }
-            let opts = write_options(&q, &headers, false, "CreateOptions")?;
             refuse_duplicates(&rt, ct.as_deref(), &body, &opts)?;
             let out = cluster.create(&rt, ns, obj, &opts)?;
             Ok(write_response(&rt, out, 201, fmt))
@@ -380,13 +381,18 @@ fn identity_create(
     rt: &ResourceRef,
     path: &ResourcePath,
     body: &Value,
+    manager: &str,
 ) -> ApiResult<Option<Value>> {
     Ok(match (rt.group.as_str(), rt.plural.as_str(), path.subresource.as_deref()) {
         ("authorization.k8s.io", "selfsubjectaccessreviews", None) => {
-            Some(identity::self_subject_access_review(state, user, body)?)
+            let mut review = identity::self_subject_access_review(state, user, body)?;
+            review["metadata"] = identity::review_metadata(rt, body, manager);
+            Some(review)
         }
         ("authorization.k8s.io", "selfsubjectrulesreviews", None) => {
-            Some(identity::self_subject_rules_review(state, user, body)?)
+            let mut review = identity::self_subject_rules_review(state, user, body)?;
+            review["metadata"] = identity::review_metadata(rt, body, manager);
+            Some(review)
         }
         ("authentication.k8s.io", "selfsubjectreviews", None) => Some(identity::self_subject_review(user)),
         ("", "serviceaccounts", Some("token")) => {

@@ -115,7 +115,6 @@ pub fn server_side_apply(req: ApplyRequest) -> ApiResult<Value> {
     let last_applied = match entries.iter_mut().find(|e| is_applier(e)) {
         Some(e) => {
             let last = std::mem::replace(&mut e.fields, applied_fields);
-            e.time = Some(req.now.to_string());
             e.api_version = api_version.clone();
             last
         }
@@ -124,7 +123,7 @@ pub fn server_side_apply(req: ApplyRequest) -> ApiResult<Value> {
                 manager: req.manager.to_string(),
                 operation: Operation::Apply,
                 api_version: api_version.clone(),
-                time: Some(req.now.to_string()),
+                time: None,
                 subresource: req.subresource.map(str::to_string),
                 fields: applied_fields,
             });
@@ -142,6 +141,13 @@ pub fn server_side_apply(req: ApplyRequest) -> ApiResult<Value> {
     }
 
     let same_object = without_managed_fields(&merged) == without_managed_fields(&live);
+    // Upstream's managedFieldsUpdater stamps the applier's time only when the apply changed the object: an
+    // applier whose values were there already keeps its previous time, or has none (and then sorts first).
+    if (req.live.is_none() || !same_object)
+        && let Some(e) = entries.iter_mut().find(|e| is_applier(e))
+    {
+        e.time = Some(req.now.to_string());
+    }
     let only_times_differ = entries.len() == before.len()
         && entries
             .iter()
@@ -176,7 +182,6 @@ fn sync_last_applied(merged: &mut Value, applied: &Value) {
 }
 
 fn check_type(rt: &ResourceType, applied: &Map<String, Value>) -> ApiResult<()> {
-    let body = Value::Object(applied.clone());
     match applied.get("apiVersion").and_then(Value::as_str).unwrap_or_default() {
         v if v != rt.api_version() => {
             return Err(ApiError::bad_request(format!(
@@ -187,7 +192,14 @@ fn check_type(rt: &ResourceType, applied: &Map<String, Value>) -> ApiResult<()> 
         _ => {}
     }
     match applied.get("kind").and_then(Value::as_str) {
-        None => Err(ApiError::bad_request(format!("Object 'Kind' is missing in '{body}'"))),
+        // Upstream finds no type for the applied group/version/kind; the text prints it as Go's GVK String().
+        None => {
+            let (group, version) = rt
+                .api_version()
+                .split_once('/')
+                .map_or_else(|| (String::new(), rt.api_version()), |(g, v)| (g.to_string(), v.to_string()));
+            Err(ApiError::bad_request(format!("invalid object type: {group}/{version}, Kind=")))
+        }
         Some(k) if k != rt.kind => Err(ApiError::bad_request(format!(
             "the kind in the applied configuration ({k}) does not match the kind of the resource ({})",
             rt.kind

@@ -10,9 +10,11 @@ use crate::error::{ApiError, ApiResult};
 /// Applies a JSON patch (a list of operations) to `target` and returns the result; `target` is untouched
 /// when any operation fails, as upstream applies patches atomically.
 pub fn json_patch(target: &Value, patch: &Value) -> ApiResult<Value> {
+    // Upstream first decodes the body into its own operation list to check it (fieldValidation Warn, the
+    // default, or Strict), so that decoder's type error is the one a client sees.
     let Value::Array(ops) = patch else {
         return Err(ApiError::bad_request(format!(
-            "json: cannot unmarshal {} into Go value of type jsonpatch.Patch",
+            "error decoding patch: json: cannot unmarshal {} into Go value of type []handlers.jsonPatchOp",
             json_type_name(patch)
         )));
     };

@@ -213,6 +213,8 @@ fn zero_object(rt: &ResourceType) -> Value {
     let template = json!({"metadata": {}, "spec": pod_spec});
     let mut zero = match (rt.is_crd(), rt.kind.as_str()) {
         (true, _) => json!({}),
+        (false, "Event") if rt.group.is_empty() => json!({"involvedObject": {}, "source": {}}),
+        (false, "Event") => json!({"regarding": {}, "deprecatedSource": {}}),
         (false, "Deployment") => json!({"spec": {"template": template, "strategy": {}}, "status": {}}),
         (false, "ReplicaSet") => json!({"spec": {"template": template}, "status": {}}),
         (false, "Pod") => json!({"spec": pod_spec, "status": {}}),
@@ -222,6 +224,7 @@ fn zero_object(rt: &ResourceType) -> Value {
         (false, "Lease") => json!({"spec": {}}),
         (false, "HorizontalPodAutoscaler") => json!({"spec": {"scaleTargetRef": {}}, "status": {}}),
         (false, "Role" | "ClusterRole") => json!({"rules": []}),
+        (false, "SelfSubjectAccessReview" | "SelfSubjectRulesReview") => json!({"spec": {}, "status": {}}),
         (false, "RoleBinding" | "ClusterRoleBinding") => json!({"roleRef": {}}),
         (false, _) => json!({}),
     };
@@ -253,6 +256,14 @@ pub fn record_update(
     subresource: Option<&str>,
     now: &str,
 ) {
+    // Upstream's skipNonAppliedManager: an Update of an object nobody manages does not start tracking fields
+    // (only a create or an apply does).
+    if old.is_some_and(|o| decode(o).is_empty()) && decode(new).is_empty() {
+        if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("managedFields");
+        }
+        return;
+    }
     let sent = new.pointer("/metadata/managedFields").cloned();
     let (base_raw, mut entries) = if is_reset(new) {
         (None, Vec::new())

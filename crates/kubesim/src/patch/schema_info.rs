@@ -122,7 +122,7 @@ impl<'a> Node<'a> {
     /// `+structType=atomic`, `+mapType=atomic`).
     pub fn is_atomic_object(&self) -> bool {
         match self {
-            Node::BuiltIn { path, .. } => builtin_atomic_object(path),
+            Node::BuiltIn { kind, path } => builtin_atomic_object(kind, path),
             Node::Crd { schema, .. } => schema.get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic"),
             Node::Unknown => false,
         }
@@ -183,13 +183,15 @@ fn builtin_list(kind: &str, path: &[String]) -> (ListType, SmpList) {
     }
 }
 
-fn builtin_atomic_object(path: &[String]) -> bool {
+fn builtin_atomic_object(kind: &str, path: &[String]) -> bool {
     let Some(last) = path.last().map(String::as_str) else {
         return false;
     };
     // Label selectors, Service selectors and node selectors are atomic, as are owner references and roleRef.
+    // An Event's object references are ObjectReferences, which are `+structType=atomic`.
     matches!(last, "selector" | "labelSelector" | "namespaceSelector" | "nodeSelector" | "roleRef")
         || ends_with(path, &["metadata", "ownerReferences", ITEM])
+        || (kind == "Event" && path.len() == 1 && matches!(last, "involvedObject" | "regarding" | "related"))
 }
 
 #[cfg(test)]

@@ -39,6 +39,24 @@ pub fn strategic_merge_patch(rt: &ResourceType, target: &Value, patch: &Value) -
     Ok(merge_map(original, patch, &Node::root(rt))?.map(Value::Object).unwrap_or_else(|| Value::Object(Map::new())))
 }
 
+/// A decoded JSON value as Go's `%v` prints it: maps with sorted keys as `map[k:v]`, lists as `[a b]`, null as
+/// `<nil>` (upstream decodes whole numbers to int64, so they print as integers).
+fn go_format(v: &Value) -> String {
+    match v {
+        Value::Null => "<nil>".to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => s.clone(),
+        Value::Array(items) => format!("[{}]", items.iter().map(go_format).collect::<Vec<_>>().join(" ")),
+        Value::Object(m) => {
+            let mut entries: Vec<(&String, &Value)> = m.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            let body: Vec<String> = entries.iter().map(|(k, v)| format!("{k}:{}", go_format(v))).collect();
+            format!("map[{}]", body.join(" "))
+        }
+    }
+}
+
 fn bad_format(message: impl Into<String>) -> ApiError {
     ApiError::bad_request(message)
 }
@@ -60,7 +78,16 @@ fn merge_map(
             content.remove(PATCH);
             return merge_map(Map::new(), &content, node);
         }
-        Some(other) => return Err(bad_format(format!("Unknown patch type: {other}"))),
+        // Upstream's `mergepatch.ErrBadPatchType` is a plain Go error, which the handler answers as a 500; its
+        // text prints the directive with %s and the patch map with %v.
+        Some(other) => {
+            let directive = match other {
+                Value::String(s) => s.clone(),
+                other => format!("%!s({})", go_format(other)),
+            };
+            let map = go_format(&Value::Object(patch.clone()));
+            return Err(ApiError::new(500, "", format!("unknown patch type: {directive} in map: {map}")));
+        }
     }
 
     if let Some(retain) = patch.get(RETAIN_KEYS) {

@@ -39,11 +39,22 @@ pub fn validate_crd(crd: &Value) -> Vec<Cause> {
     if versions.is_empty() {
         out.push(err::invalid("spec.versions", "[]", "must have exactly one version marked as storage version"));
     }
+    // Upstream validates the internal type, to which conversion lifts a per-version part that all versions
+    // share (schema, printer columns, selectable fields) to the top of spec: its errors name `spec.validation`,
+    // `spec.additionalPrinterColumns`, `spec.selectableFields`, once. (A missing schema stays per version.)
+    let shared = |key: &str| versions.iter().all(|v| v.get(key) == versions.first().and_then(|f| f.get(key)));
+    let (shared_schema, shared_columns, shared_fields) =
+        (shared("schema"), shared("additionalPrinterColumns"), shared("selectableFields"));
     let mut seen: Vec<&str> = Vec::new();
     let mut storage = 0;
     let mut served = 0;
     for (i, v) in versions.iter().enumerate() {
         let path = format!("spec.versions[{i}]");
+        let lifted = |is_shared: bool, own: String, top: &str| match is_shared {
+            true if i == 0 => Some(top.to_string()),
+            true => None,
+            false => Some(own),
+        };
         let vname = v.get("name").and_then(Value::as_str).unwrap_or_default();
         if vname.is_empty() {
             out.push(err::required(&format!("{path}.name"), ""));
@@ -65,15 +76,21 @@ pub fn validate_crd(crd: &Value) -> Vec<Cause> {
         match v.pointer("/schema/openAPIV3Schema") {
             None | Some(Value::Null) => out.push(err::required(&format!("{path}.schema.openAPIV3Schema"), "")),
             Some(schema) => {
-                let base = format!("{path}.schema.openAPIV3Schema");
-                structural(schema, &base, true, &mut out);
-                if let Err(e) = CompiledSchema::compile_at(schema, &base) {
-                    out.extend(e);
+                if let Some(base) =
+                    lifted(shared_schema, format!("{path}.schema.openAPIV3Schema"), "spec.validation.openAPIV3Schema")
+                {
+                    structural(schema, &base, true, &mut out);
+                    if let Err(e) = CompiledSchema::compile_at(schema, &base) {
+                        out.extend(e);
+                    }
                 }
             }
         }
-        for (j, c) in v.get("additionalPrinterColumns").and_then(Value::as_array).into_iter().flatten().enumerate() {
-            let cp = format!("{path}.additionalPrinterColumns[{j}]");
+        let columns_base =
+            lifted(shared_columns, format!("{path}.additionalPrinterColumns"), "spec.additionalPrinterColumns");
+        let columns = columns_base.as_ref().and_then(|_| v.get("additionalPrinterColumns")).and_then(Value::as_array);
+        for (j, c) in columns.into_iter().flatten().enumerate() {
+            let cp = format!("{}[{j}]", columns_base.as_deref().unwrap_or_default());
             if c.get("name").and_then(Value::as_str).is_none_or(str::is_empty) {
                 out.push(err::required(&format!("{cp}.name"), ""));
             }
@@ -100,9 +117,13 @@ pub fn validate_crd(crd: &Value) -> Vec<Cause> {
                 }
             }
         }
+        let Some(fields_base) = lifted(shared_fields, format!("{path}.selectableFields"), "spec.selectableFields")
+        else {
+            continue;
+        };
         for (j, f) in v.get("selectableFields").and_then(Value::as_array).into_iter().flatten().enumerate() {
             if f.get("jsonPath").and_then(Value::as_str).is_none_or(str::is_empty) {
-                out.push(err::required(&format!("{path}.selectableFields[{j}].jsonPath"), ""));
+                out.push(err::required(&format!("{fields_base}[{j}].jsonPath"), ""));
             }
         }
     }

@@ -198,8 +198,8 @@ fn crd_rules() {
         [
             "metadata.name",
             "spec.scope",
-            "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[x].type",
-            "spec.versions[0].additionalPrinterColumns[0].type",
+            "spec.validation.openAPIV3Schema.properties[spec].properties[x].type",
+            "spec.additionalPrinterColumns[0].type",
             "spec.versions",
         ]
     );

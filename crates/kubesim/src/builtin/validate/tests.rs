@@ -198,8 +198,18 @@ fn lease_event_and_crd_rules() {
     assert_eq!(fields(&validate(&lease, &l, None)), vec!["spec.leaseDurationSeconds"]);
     let ev = rt("events.k8s.io", "Event");
     let e = json!({"metadata": {"name": "e", "namespace": "d"}, "eventTime": "2026-01-01T00:00:00.000000Z",
-        "reportingController": "c", "reportingInstance": "i", "action": "Reconcile", "reason": "Ok", "type": "Normal"});
+        "reportingController": "c", "reportingInstance": "i", "action": "Reconcile", "reason": "Ok", "type": "Normal",
+        "regarding": {"kind": "ConfigMap", "name": "cm", "namespace": "d"}});
     assert!(validate(&ev, &e, None).is_empty());
+    // Without the regarding object's namespace, upstream's legacy check reports it under the core name first.
+    let mut elsewhere = e.clone();
+    elsewhere["regarding"].as_object_mut().unwrap().remove("namespace");
+    elsewhere.as_object_mut().unwrap().remove("reportingController");
+    let causes = validate(&ev, &elsewhere, None);
+    assert_eq!(
+        fields(&causes),
+        vec!["involvedObject.namespace", "reportingController", "reportingController", "reportingController"]
+    );
     let mut bad = e.clone();
     bad.as_object_mut().unwrap().remove("action");
     assert_eq!(fields(&validate(&ev, &bad, None)), vec!["action"]);

@@ -93,6 +93,8 @@ fn conflict_with_an_update_manager_names_its_api_version() {
             "spec":containers(json!([{"name":"backend","image":"b:1"}]))}),
         "3",
     );
+    // Created by an Update manager: an update of an object nobody manages would not be tracked.
+    record_update(&d, None, &mut live, "creator", None, "2026-12-02T10:00:00Z");
     let old = live.clone();
     live["spec"]["template"]["spec"]["containers"][0]["image"] = json!("b:2");
     record_update(&d, Some(&old), &mut live, "rancher", None, "2026-12-02T11:00:00Z");
@@ -593,4 +595,27 @@ mod properties {
             prop_assert_eq!(same, live);
         }
     }
+}
+
+#[test]
+fn an_update_of_an_object_nobody_manages_is_not_tracked() {
+    // Upstream's skipNonAppliedManager: only a create or an apply starts tracking.
+    let cm = rt("ConfigMap");
+    let old = stored(json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"d"}}), "1");
+    let mut new = old.clone();
+    new["data"] = json!({"x": "y"});
+    record_update(&cm, Some(&old), &mut new, "editor", None, "2026-12-02T11:00:00Z");
+    assert!(new.pointer("/metadata/managedFields").is_none());
+}
+
+#[test]
+fn an_apply_that_changes_nothing_stamps_no_time() {
+    // Upstream's managedFieldsUpdater sets the applier's time only when the object changed.
+    let d = rt("Deployment");
+    let created = stored(apply(&d, None, &config(containers(nginx("nginx:1"))), "alice", false).unwrap(), "1");
+    assert_eq!(entry(&created, "alice").unwrap()["time"], "2026-12-02T12:00:00Z");
+    let same = apply(&d, Some(&created), &config(containers(nginx("nginx:1"))), "bob", false).unwrap();
+    let bob = entry(&same, "bob").unwrap();
+    assert!(bob.get("time").is_none(), "{bob}");
+    assert_eq!(same["metadata"]["managedFields"][0]["manager"], "bob", "no time sorts first");
 }
