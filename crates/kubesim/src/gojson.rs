@@ -90,6 +90,8 @@ fn is_space(c: u8) -> bool {
 }
 
 impl Scanner {
+    // Over 80 lines on purpose: one arm per state of Go's `encoding/json` scanner, in its order, so the two can be
+    // read side by side.
     /// Consumes one byte; the error is the context of Go's message ("looking for beginning of value").
     fn step(&mut self, c: u8) -> Result<(), String> {
         match self.state {

@@ -28,43 +28,11 @@ pub struct ApplyRequest<'a> {
     pub now: &'a str,
 }
 
-// Over 80 lines on purpose: The steps of upstream's `fieldmanager` apply in order (validate options, decode, conflicts,
-// merge, prune, record ownership); each step feeds the next, and reading them in one place is what matching upstream
-// needs.
 /// Returns the new object with `metadata.managedFields` updated. Identity metadata (uid, resourceVersion,
 /// creationTimestamp, generation) is the live object's, or absent on create: the caller sets it.
 pub fn server_side_apply(req: ApplyRequest) -> ApiResult<Value> {
     let rt = req.rt;
-    if req.manager.is_empty() {
-        // Upstream validates PatchOptions before anything else, and answers 422.
-        return Err(ApiError::invalid(
-            "PatchOptions",
-            "meta.k8s.io",
-            "",
-            vec![Cause::new("FieldValueRequired", "Required value: is required for apply patch", "fieldManager")],
-        ));
-    }
-    let Value::Object(applied) = req.applied else {
-        return Err(ApiError::bad_request("error decoding YAML: the applied configuration must be an object"));
-    };
-    check_type(rt, applied)?;
-    let meta = applied.get("metadata").and_then(Value::as_object);
-    if meta.and_then(|m| m.get("managedFields")).is_some_and(|v| !v.is_null()) {
-        return Err(ApiError::bad_request("metadata.managedFields must be nil"));
-    }
-    if let Some(rv) = meta.and_then(|m| m.get("resourceVersion")).and_then(Value::as_str).filter(|rv| !rv.is_empty()) {
-        let live_rv = req.live.and_then(|l| l.pointer("/metadata/resourceVersion")).and_then(Value::as_str);
-        if live_rv != Some(rv) {
-            let name = meta.and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
-            return Err(ApiError::conflict(&rt.plural, &rt.group, name));
-        }
-    }
-
-    if req.live.is_none() && req.subresource.is_some() {
-        // A subresource cannot create its object.
-        let name = meta.and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
-        return Err(ApiError::not_found(&rt.plural, &rt.group, name));
-    }
+    check_request(&req)?;
 
     let node = Node::root(rt);
     let config = scoped_config(rt, req.subresource, &strip_nulls(req.applied));
@@ -91,25 +59,7 @@ pub fn server_side_apply(req: ApplyRequest) -> ApiResult<Value> {
         });
     }
 
-    let mut conflicts: Vec<(String, Path)> = Vec::new();
-    for e in entries.iter_mut().filter(|e| !is_applier(e)) {
-        let paths = e.fields.intersection(&changed);
-        if paths.is_empty() {
-            continue;
-        }
-        if req.force {
-            let mut taken = FieldSet::default();
-            for p in &paths {
-                taken.insert(p);
-            }
-            e.fields.remove_members(&taken);
-        } else {
-            conflicts.extend(paths.into_iter().map(|p| (e.describe(), p)));
-        }
-    }
-    if !conflicts.is_empty() {
-        return Err(conflict_error(conflicts));
-    }
+    take_or_refuse(&mut entries, &changed, req.force, is_applier)?;
 
     let before = entries.clone();
     let last_applied = match entries.iter_mut().find(|e| is_applier(e)) {
@@ -160,6 +110,70 @@ pub fn server_side_apply(req: ApplyRequest) -> ApiResult<Value> {
     }
     store(&mut merged, entries);
     Ok(merged)
+}
+
+/// Upstream's checks of an apply request before any merge: the options, the body's type and metadata, the
+/// resourceVersion precondition, and that a subresource cannot create its object.
+fn check_request(req: &ApplyRequest) -> ApiResult<()> {
+    let rt = req.rt;
+    if req.manager.is_empty() {
+        // Upstream validates PatchOptions before anything else, and answers 422.
+        return Err(ApiError::invalid(
+            "PatchOptions",
+            "meta.k8s.io",
+            "",
+            vec![Cause::new("FieldValueRequired", "Required value: is required for apply patch", "fieldManager")],
+        ));
+    }
+    let Value::Object(applied) = req.applied else {
+        return Err(ApiError::bad_request("error decoding YAML: the applied configuration must be an object"));
+    };
+    check_type(rt, applied)?;
+    let meta = applied.get("metadata").and_then(Value::as_object);
+    if meta.and_then(|m| m.get("managedFields")).is_some_and(|v| !v.is_null()) {
+        return Err(ApiError::bad_request("metadata.managedFields must be nil"));
+    }
+    if let Some(rv) = meta.and_then(|m| m.get("resourceVersion")).and_then(Value::as_str).filter(|rv| !rv.is_empty()) {
+        let live_rv = req.live.and_then(|l| l.pointer("/metadata/resourceVersion")).and_then(Value::as_str);
+        if live_rv != Some(rv) {
+            let name = meta.and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
+            return Err(ApiError::conflict(&rt.plural, &rt.group, name));
+        }
+    }
+
+    if req.live.is_none() && req.subresource.is_some() {
+        // A subresource cannot create its object.
+        let name = meta.and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
+        return Err(ApiError::not_found(&rt.plural, &rt.group, name));
+    }
+
+    Ok(())
+}
+
+/// Fields the apply changes that other managers own: taken from them when forced, else a conflict naming each.
+fn take_or_refuse(
+    entries: &mut [Entry],
+    changed: &FieldSet,
+    force: bool,
+    is_applier: impl Fn(&Entry) -> bool,
+) -> ApiResult<()> {
+    let mut conflicts: Vec<(String, Path)> = Vec::new();
+    for e in entries.iter_mut().filter(|e| !is_applier(e)) {
+        let paths = e.fields.intersection(changed);
+        if paths.is_empty() {
+            continue;
+        }
+        if force {
+            let mut taken = FieldSet::default();
+            for p in &paths {
+                taken.insert(p);
+            }
+            e.fields.remove_members(&taken);
+        } else {
+            conflicts.extend(paths.into_iter().map(|p| (e.describe(), p)));
+        }
+    }
+    if conflicts.is_empty() { Ok(()) } else { Err(conflict_error(conflicts)) }
 }
 
 const BEFORE_FIRST_APPLY: &str = "before-first-apply";
