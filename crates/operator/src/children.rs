@@ -46,6 +46,26 @@ use microservice_core::profile::PlatformProfile;
 pub struct Verdict {
     pub desired_digest: String,
     pub changed: Vec<String>,
+    /// What the watch judged it on (see [`basis`]); None when judged elsewhere.
+    pub basis: Option<u64>,
+}
+
+/// What a watch event's verdict depends on, folded into one number: the Microservice's uid and generation (its
+/// desired objects follow from them and the process's profile) and the child's uid, generation and the metadata the
+/// operator manages (labels, annotations, ownerReferences). The API server moves a Deployment's generation on every
+/// spec change, so an event with the same basis (its status stepping through a rollout) differs from the judged
+/// object only where drift never looks, and keeps its verdict: no desired object is built, nothing serialised.
+/// None for a child without a generation (a Service): it is judged on every event, which is rare for it.
+fn basis(ms: &Microservice, child: &ObjectMeta) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let generation = child.generation?;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (ms.metadata.uid.as_deref(), ms.metadata.generation).hash(&mut h);
+    (child.uid.as_deref(), generation, &child.labels, &child.annotations).hash(&mut h);
+    for r in child.owner_references.iter().flatten() {
+        (&r.api_version, &r.kind, &r.name, &r.uid, r.controller, r.block_owner_deletion).hash(&mut h);
+    }
+    Some(h.finish())
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -345,7 +365,7 @@ pub fn judge<K: Child>(desired: &K, live: &K) -> Option<Verdict> {
 pub fn judge_values<K: Child>(digest: &str, want: &Value, have: &Value) -> Verdict {
     let mut changed = drift::differs(want, have);
     changed.extend(drift::extras(exact(K::KIND), want, have).into_iter().map(|e| e.path));
-    Verdict { desired_digest: digest.to_string(), changed }
+    Verdict { desired_digest: digest.to_string(), changed, basis: None }
 }
 
 /// Objects per page of a watch's (re-)list. A page is decoded whole, managedFields included, before its objects are
@@ -571,20 +591,27 @@ pub async fn run<K: Child>(
             route(namespace, name, view);
         }
     };
-    let judge_one = |obj: &K| {
+    let judge_one = |obj: &K, before: Option<&K::View>| {
         let ms = microservices.get(
             &kube::runtime::reflector::ObjectRef::new(&obj.name_any())
                 .within(obj.meta().namespace.as_deref().unwrap_or_default()),
         )?;
+        let basis = basis(&ms, obj.meta());
+        let kept =
+            before.and_then(|v| K::view_meta(v).verdict.as_ref()).filter(|v| basis.is_some() && v.basis == basis);
+        if let Some(verdict) = kept {
+            return Some(verdict.clone());
+        }
         let desired = K::desired(&ms, &profile)?;
-        judge(&desired, obj)
+        judge(&desired, obj).map(|verdict| Verdict { basis, ..verdict })
     };
     // A view for what a Microservice has or may soon ask about (and what had one already); the rest by name only.
     let view_of = |obj: &K| -> (String, Option<Arc<K::View>>) {
         let namespace = obj.meta().namespace.as_deref().unwrap_or_default();
         let k = key(namespace, &obj.name_any());
-        let keep = ours(namespace, &obj.name_any()) || tied(obj.meta()) || cache.read().views.contains_key(&k);
-        let view = keep.then(|| Arc::new(K::view(obj, judge_one(obj))));
+        let before = cache.read().views.get(&k).cloned();
+        let keep = before.is_some() || ours(namespace, &obj.name_any()) || tied(obj.meta());
+        let view = keep.then(|| Arc::new(K::view(obj, judge_one(obj, before.as_deref()))));
         (k, view)
     };
     let mut listing: Option<Entries<K::View>> = None;
@@ -652,5 +679,61 @@ mod tests {
         for selector in [labels, expressions, LabelSelector::default()] {
             assert_eq!(Selector::of(&selector).to_label_selector(), selector);
         }
+    }
+
+    fn microservice(uid: &str, generation: i64) -> Microservice {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "platform.example.com/v1alpha1", "kind": "Microservice",
+            "metadata": {"name": "todo-api", "namespace": "todo", "uid": uid, "generation": generation},
+            "spec": {"image": "ghcr.io/example/todo-api:1.4.2", "port": 8080}
+        }))
+        .expect("a Microservice")
+    }
+
+    fn child(generation: Option<i64>) -> ObjectMeta {
+        ObjectMeta {
+            name: Some("todo-api".into()),
+            uid: Some("c1".into()),
+            generation,
+            labels: Some([("app.kubernetes.io/name".to_string(), "todo-api".to_string())].into()),
+            owner_references: Some(vec![OwnerReference {
+                api_version: "platform.example.com/v1alpha1".into(),
+                kind: "Microservice".into(),
+                name: "todo-api".into(),
+                uid: "m1".into(),
+                controller: Some(true),
+                block_owner_deletion: Some(true),
+            }]),
+            resource_version: Some("10".into()),
+            ..ObjectMeta::default()
+        }
+    }
+
+    #[test]
+    fn a_verdict_is_kept_only_while_nothing_drift_reads_has_moved() {
+        let ms = microservice("m1", 1);
+        let judged = basis(&ms, &child(Some(1)));
+        assert!(judged.is_some());
+        // A status step of the rollout: a new resourceVersion, nothing else.
+        let status_step = ObjectMeta { resource_version: Some("11".into()), ..child(Some(1)) };
+        assert_eq!(basis(&ms, &status_step), judged);
+
+        let mut moved = vec![
+            ("a spec edit", child(Some(2))),
+            ("another object of that name", ObjectMeta { uid: Some("c2".into()), ..child(Some(1)) }),
+            ("a label edit", ObjectMeta { labels: Some(Default::default()), ..child(Some(1)) }),
+            ("an annotation", ObjectMeta { annotations: Some([("a".into(), "b".into())].into()), ..child(Some(1)) }),
+        ];
+        let mut released = child(Some(1));
+        if let Some(r) = released.owner_references.as_mut().and_then(|r| r.first_mut()) {
+            r.controller = Some(false);
+        }
+        moved.push(("a released controller reference", released));
+        for (what, meta) in moved {
+            assert_ne!(basis(&ms, &meta), judged, "{what} must be judged again");
+        }
+        assert_ne!(basis(&microservice("m1", 2), &child(Some(1))), judged, "a new generation of the Microservice");
+        assert_ne!(basis(&microservice("m2", 1), &child(Some(1))), judged, "a recreated Microservice");
+        assert_eq!(basis(&ms, &child(None)), None, "without a generation, every event is judged");
     }
 }
