@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
 # The operator image: build with the Rust toolchain, run on distroless as non-root.
 #   docker build -t ghcr.io/example/microservice-operator:0.1.0 .
-# The binary links only glibc and libgcc (TLS is rustls on ring, no OpenSSL), so distroless `cc` is enough.
+# The binary links only glibc and libgcc (TLS is rustls on ring, no OpenSSL; jemalloc is linked in statically), so
+# distroless `cc` is enough.
 
 ARG RUST_VERSION=1.95
 
