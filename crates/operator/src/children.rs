@@ -563,6 +563,27 @@ fn tied(meta: &ObjectMeta) -> bool {
     labelled || controlled || handed_over
 }
 
+/// The drift verdict of `obj` against its Microservice's desired object; the one `before` carries is kept while its
+/// basis (what drift reads) has not moved, so an event that changed only status costs no desired build.
+fn verdict_for<K: Child>(
+    microservices: &Store<Microservice>,
+    profile: &PlatformProfile,
+    obj: &K,
+    before: Option<&K::View>,
+) -> Option<Verdict> {
+    let ms = microservices.get(
+        &kube::runtime::reflector::ObjectRef::new(&obj.name_any())
+            .within(obj.meta().namespace.as_deref().unwrap_or_default()),
+    )?;
+    let basis = basis(&ms, obj.meta());
+    let kept = before.and_then(|v| K::view_meta(v).verdict.as_ref()).filter(|v| basis.is_some() && v.basis == basis);
+    if let Some(verdict) = kept {
+        return Some(verdict.clone());
+    }
+    let desired = K::desired(&ms, profile)?;
+    judge(&desired, obj).map(|verdict| Verdict { basis, ..verdict })
+}
+
 /// Where a change of a child sends its Microservice.
 pub trait Route<V>: Fn(&str, &str, Option<&V>) + Send + Sync + 'static {}
 impl<V, F: Fn(&str, &str, Option<&V>) + Send + Sync + 'static> Route<V> for F {}
@@ -591,20 +612,7 @@ pub async fn run<K: Child>(
             route(namespace, name, view);
         }
     };
-    let judge_one = |obj: &K, before: Option<&K::View>| {
-        let ms = microservices.get(
-            &kube::runtime::reflector::ObjectRef::new(&obj.name_any())
-                .within(obj.meta().namespace.as_deref().unwrap_or_default()),
-        )?;
-        let basis = basis(&ms, obj.meta());
-        let kept =
-            before.and_then(|v| K::view_meta(v).verdict.as_ref()).filter(|v| basis.is_some() && v.basis == basis);
-        if let Some(verdict) = kept {
-            return Some(verdict.clone());
-        }
-        let desired = K::desired(&ms, &profile)?;
-        judge(&desired, obj).map(|verdict| Verdict { basis, ..verdict })
-    };
+    let judge_one = |obj: &K, before: Option<&K::View>| verdict_for(&microservices, &profile, obj, before);
     // A view for what a Microservice has or may soon ask about (and what had one already); the rest by name only.
     let view_of = |obj: &K| -> (String, Option<Arc<K::View>>) {
         let namespace = obj.meta().namespace.as_deref().unwrap_or_default();

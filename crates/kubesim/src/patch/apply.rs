@@ -28,6 +28,8 @@ pub struct ApplyRequest<'a> {
     pub now: &'a str,
 }
 
+// Over 80 lines on purpose: it follows upstream's field manager step by step (merge, conflicts, the applier's entry,
+// the other managers' entries), and the order of those steps is the point.
 /// Returns the new object with `metadata.managedFields` updated. Identity metadata (uid, resourceVersion,
 /// creationTimestamp, generation) is the live object's, or absent on create: the caller sets it.
 pub fn server_side_apply(req: ApplyRequest) -> ApiResult<Value> {
