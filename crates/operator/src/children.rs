@@ -22,7 +22,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 };
 use kube::api::Api;
 use kube::core::NamespaceResourceScope;
-use kube::runtime::reflector::Store;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
@@ -563,6 +563,11 @@ fn tied(meta: &ObjectMeta) -> bool {
     labelled || controlled || handed_over
 }
 
+/// The Microservice a child of this name belongs to (children are named after it), if the cache holds one.
+fn microservice_named(microservices: &Store<Microservice>, namespace: &str, name: &str) -> Option<Arc<Microservice>> {
+    microservices.get(&ObjectRef::new(name).within(namespace))
+}
+
 /// The drift verdict of `obj` against its Microservice's desired object; the one `before` carries is kept while its
 /// basis (what drift reads) has not moved, so an event that changed only status costs no desired build.
 fn verdict_for<K: Child>(
@@ -571,10 +576,7 @@ fn verdict_for<K: Child>(
     obj: &K,
     before: Option<&K::View>,
 ) -> Option<Verdict> {
-    let ms = microservices.get(
-        &kube::runtime::reflector::ObjectRef::new(&obj.name_any())
-            .within(obj.meta().namespace.as_deref().unwrap_or_default()),
-    )?;
+    let ms = microservice_named(microservices, obj.meta().namespace.as_deref().unwrap_or_default(), &obj.name_any())?;
     let basis = basis(&ms, obj.meta());
     let kept = before.and_then(|v| K::view_meta(v).verdict.as_ref()).filter(|v| basis.is_some() && v.basis == basis);
     if let Some(verdict) = kept {
@@ -604,9 +606,7 @@ pub async fn run<K: Child>(
     let mut stream = std::pin::pin!(stream);
     // A child whose name no Microservice has (someone else's Deployment in a busy namespace) gives nothing to
     // reconcile: a Microservice created later is reconciled by its own event and finds the object in the cache.
-    let ours = |namespace: &str, name: &str| {
-        microservices.get(&kube::runtime::reflector::ObjectRef::new(name).within(namespace)).is_some()
-    };
+    let ours = |namespace: &str, name: &str| microservice_named(&microservices, namespace, name).is_some();
     let route = |namespace: &str, name: &str, view: Option<&K::View>| {
         if ours(namespace, name) {
             route(namespace, name, view);
