@@ -7,6 +7,7 @@ mod commit_order;
 mod env;
 mod error;
 mod fixture;
+mod floor;
 mod observe;
 mod operator_mode;
 mod report;

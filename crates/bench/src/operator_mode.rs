@@ -48,11 +48,17 @@ pub async fn run(args: OperatorArgs) -> Result<()> {
         let metrics = metrics.clone();
         tokio::spawn(async move {
             let tmp = report.with_extension("tmp");
+            let mut written = None;
             loop {
-                let body = format!("{{\"reconciles\": {}}}\n", metrics.reconciles());
-                // Rename is atomic, so the reader never sees a half-written file.
-                if std::fs::write(&tmp, body).and_then(|()| std::fs::rename(&tmp, &report)).is_err() {
-                    tracing::warn!(path = %report.display(), "cannot write the report file");
+                // Only a new count is written: the file costs the operator's CPU figure a write and a rename.
+                let reconciles = metrics.reconciles();
+                if written != Some(reconciles) {
+                    let body = format!("{{\"reconciles\": {reconciles}}}\n");
+                    // Rename is atomic, so the reader never sees a half-written file.
+                    match std::fs::write(&tmp, body).and_then(|()| std::fs::rename(&tmp, &report)) {
+                        Ok(()) => written = Some(reconciles),
+                        Err(_) => tracing::warn!(path = %report.display(), "cannot write the report file"),
+                    }
                 }
                 tokio::time::sleep(REPORT_EVERY).await;
             }

@@ -2,33 +2,19 @@
 //! and the update wave in that order on one cluster, each starting from the state the previous one left. The
 //! cluster is kubesim or a real control plane (`--backend`); the scenarios are the same.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
-use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Client, ResourceExt};
 use kubesim::RequestCounts;
-use microservice_core::contract;
-use microservice_core::crd::Microservice;
-use microservice_core::desired::{desired_deployment, desired_service};
-use microservice_core::profile::PlatformProfile;
-use microservice_core::status::compute_status;
 use serde_json::{Value, json};
 
 use crate::child::{OperatorProcess, Usage};
 use crate::env::Env;
 use crate::error::{BenchError, Result};
-use crate::fixture::{Backend, IMAGE_V2, Kind, NAMESPACE, name};
+use crate::fixture::{Backend, IMAGE_V2, Kind, name};
+use crate::floor::{self, FloorTimes};
 use crate::report::{Report, percentile};
-use crate::rollout::{DeploymentView, Want};
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scenario {
@@ -77,6 +63,7 @@ impl RunArgs {
 
 const TARGET_REQUESTS_PER_CR: f64 = 5.0;
 const TARGET_FLOOR_RATIO: f64 = 1.2;
+const TARGET_UPDATE_FLOOR_RATIO: f64 = 1.3;
 const TARGET_RSS_MIB: f64 = 40.0;
 const TARGET_REPAIR_P99_MS: f64 = 500.0;
 const TARGET_READY_P99_MS: f64 = 100.0;
@@ -131,14 +118,14 @@ pub async fn run(args: RunArgs) -> Result<()> {
 /// on another.
 async fn reports_at(args: &RunArgs, n: usize, out: &Path) -> Result<Vec<Report>> {
     let mut reports = Vec::new();
-    let mut floor_time = None;
+    let mut floor_times = None;
     if args.wants(Scenario::Floor) {
-        let (report, time) = floor(args.backend, n, out).await?;
-        floor_time = Some(time);
-        reports.push(report);
+        let (floor_reports, times) = floor::floor(args.backend, n, args.wants(Scenario::Update), out).await?;
+        floor_times = Some(times);
+        reports.extend(floor_reports);
     }
     if args.wants(Scenario::Converge) || AFTER_CONVERGE.iter().any(|s| args.wants(*s)) {
-        reports.extend(from_converge(args, n, floor_time, out).await?);
+        reports.extend(from_converge(args, n, floor_times.as_ref(), out).await?);
     }
     if args.wants(Scenario::Unrelated) {
         reports.push(unrelated(args.backend, n, args.unrelated, converge_peak(&reports), out).await?);
@@ -151,11 +138,11 @@ const AFTER_CONVERGE: [Scenario; 4] = [Scenario::Restart, Scenario::Steady, Scen
 
 /// Converge, then restart, steady state, drift repair and the update wave on the same cluster, each from the state
 /// the previous one left; only the wanted ones are reported.
-async fn from_converge(args: &RunArgs, n: usize, floor_time: Option<Duration>, out: &Path) -> Result<Vec<Report>> {
+async fn from_converge(args: &RunArgs, n: usize, floor: Option<&FloorTimes>, out: &Path) -> Result<Vec<Report>> {
     let wanted = |s: Scenario| args.wants(s);
     let mut reports = Vec::new();
     let env = Env::start(args.backend, out).await?;
-    let (report, op) = converge(&env, n, floor_time, out).await?;
+    let (report, op) = converge(&env, n, floor.map(|f| f.converge), out).await?;
     if wanted(Scenario::Converge) {
         reports.push(report);
     }
@@ -173,7 +160,7 @@ async fn from_converge(args: &RunArgs, n: usize, floor_time: Option<Duration>, o
         reports.push(drift(&env, n, &mut op, args.drift_edits).await?);
     }
     if wanted(Scenario::Update) {
-        reports.push(update(&env, n, &mut op).await?);
+        reports.push(update(&env, n, &mut op, floor.and_then(|f| f.update)).await?);
     }
     Ok(reports)
 }
@@ -246,11 +233,11 @@ fn by_verb(counts: &RequestCounts) -> BTreeMap<String, u64> {
     out
 }
 
-fn non_watch(counts: &RequestCounts) -> u64 {
+pub(crate) fn non_watch(counts: &RequestCounts) -> u64 {
     counts.total() - counts.verb("watch")
 }
 
-fn per_cr_note(counts: &RequestCounts, n: usize) -> String {
+pub(crate) fn per_cr_note(counts: &RequestCounts, n: usize) -> String {
     let parts: Vec<String> = by_verb(counts).iter().map(|(k, v)| format!("{k} {:.2}", *v as f64 / n as f64)).collect();
     let failed: Vec<String> = counts
         .counts
@@ -263,7 +250,7 @@ fn per_cr_note(counts: &RequestCounts, n: usize) -> String {
     format!("requests per CR by verb (watch excluded): {}; {total} answered >= 400{which}", parts.join(", "))
 }
 
-fn secs(d: Duration) -> String {
+pub(crate) fn secs(d: Duration) -> String {
     format!("{:.2} s", d.as_secs_f64())
 }
 
@@ -395,142 +382,6 @@ async fn unrelated(backend: Backend, n: usize, count: usize, converge_peak: Opti
 
 /// A client that sends only what a perfect operator must: create the Service and the Deployment, and patch
 /// status once when the rollout completes (Service first, so Ready never precedes it).
-async fn floor(backend: Backend, n: usize, out: &Path) -> Result<(Report, Duration)> {
-    let env = Env::start(backend, out).await?;
-    env.create_microservices(n).await?;
-    let client = env.floor_client().await?;
-    let before = env.requests();
-    let started = Instant::now();
-    let profile = Arc::new(PlatformProfile::default());
-
-    let microservices: Api<Microservice> = Api::namespaced(client.clone(), NAMESPACE);
-    let list = microservices.list(&ListParams::default()).await.map_err(BenchError::kube("floor: list"))?;
-    let by_name: Arc<HashMap<String, Microservice>> =
-        Arc::new(list.items.into_iter().map(|ms| (ms.name_any(), ms)).collect());
-
-    let patched = Arc::new(AtomicUsize::new(0));
-    let watcher_task =
-        tokio::spawn(patch_ready_when_complete(client.clone(), by_name.clone(), profile.clone(), patched.clone()));
-    create_all_children(&client, &by_name, &profile).await?;
-    let waited = wait_patched(&patched, n, env.timeout_for(n)).await;
-    let took = started.elapsed();
-    watcher_task.abort();
-    waited?;
-    let counts = env.requests().since(&before);
-    let mut r = Report::new("floor", n);
-    r.info("time until all Ready (generation 1)", secs(took), Some(took.as_secs_f64()));
-    let per_cr = non_watch(&counts) as f64 / n as f64;
-    r.info("API requests per CR (watch excluded)", format!("{per_cr:.2}"), Some(per_cr));
-    r.note(per_cr_note(&counts, n));
-    r.note(match backend {
-        Backend::Kubesim => "the floor client runs in the benchmark process, beside the emulator",
-        Backend::Real => "the floor client runs in the benchmark process; its requests are counted from the audit log",
-    });
-    Ok((r, took))
-}
-
-/// Watches the Deployments and patches each Microservice's status once when its Deployment's rollout completes,
-/// counting the patches that succeeded in `patched`. Runs until aborted.
-async fn patch_ready_when_complete(
-    client: Client,
-    by_name: Arc<HashMap<String, Microservice>>,
-    profile: Arc<PlatformProfile>,
-    patched: Arc<AtomicUsize>,
-) {
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), NAMESPACE);
-    let mut done = std::collections::HashSet::new();
-    let completed = watcher(deployments, watcher::Config::default())
-        .applied_objects()
-        .filter_map(|d| futures::future::ready(d.ok()))
-        .filter_map(move |d: Deployment| {
-            let name = d.name_any();
-            let ms = by_name.get(&name).cloned();
-            let complete = ms
-                .as_ref()
-                .and_then(|ms| Want::of(ms, &profile))
-                .is_some_and(|want| serde_json::to_value(&d).is_ok_and(|v| DeploymentView::of(&v).complete_for(&want)));
-            let fresh = complete && done.insert(name);
-            futures::future::ready(if fresh { ms.map(|ms| (ms, d)) } else { None })
-        });
-    completed
-        .for_each_concurrent(16, |(ms, d)| {
-            let client = client.clone();
-            let patched = patched.clone();
-            async move {
-                if patch_ready(&client, &ms, &d).await.is_ok() {
-                    patched.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        })
-        .await;
-}
-
-/// Creates every Microservice's Service and Deployment, 16 at a time.
-async fn create_all_children(
-    client: &Client,
-    by_name: &HashMap<String, Microservice>,
-    profile: &Arc<PlatformProfile>,
-) -> Result<()> {
-    let creates = futures::stream::iter(by_name.values().cloned().collect::<Vec<_>>())
-        .map(|ms| {
-            let client = client.clone();
-            let profile = profile.clone();
-            async move { create_children(&client, &ms, &profile).await }
-        })
-        .buffer_unordered(16)
-        .try_collect::<Vec<()>>();
-    creates.await?;
-    Ok(())
-}
-
-/// Waits until `patched` reaches `n`, or fails after `timeout`.
-async fn wait_patched(patched: &AtomicUsize, n: usize, timeout: Duration) -> Result<()> {
-    let deadline = Instant::now() + timeout;
-    while patched.load(Ordering::Relaxed) < n {
-        if Instant::now() > deadline {
-            return Err(BenchError::Timeout {
-                what: format!("the floor client to patch {n} statuses ({} done)", patched.load(Ordering::Relaxed)),
-                seconds: timeout.as_secs(),
-            });
-        }
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
-    Ok(())
-}
-
-async fn create_children(client: &Client, ms: &Microservice, profile: &PlatformProfile) -> Result<()> {
-    let valid = contract::validate_object(ms, profile)
-        .map_err(|v| BenchError::emulator("floor: the contract", contract::summarize(&v)))?;
-    let service = desired_service(ms, profile).map_err(|e| BenchError::emulator("floor: desired Service", e))?;
-    let deployment =
-        desired_deployment(ms, &valid, profile).map_err(|e| BenchError::emulator("floor: desired Deployment", e))?;
-    let params = PostParams { field_manager: Some("floor".into()), ..PostParams::default() };
-    Api::<Service>::namespaced(client.clone(), NAMESPACE)
-        .create(&params, &service)
-        .await
-        .map_err(BenchError::kube("floor: create Service"))?;
-    Api::<Deployment>::namespaced(client.clone(), NAMESPACE)
-        .create(&params, &deployment)
-        .await
-        .map_err(BenchError::kube("floor: create Deployment"))?;
-    Ok(())
-}
-
-/// The operator's own status for a complete rollout, so the floor writes the same bytes.
-async fn patch_ready(client: &Client, ms: &Microservice, d: &Deployment) -> Result<()> {
-    let profile = PlatformProfile::default();
-    let valid = contract::validate_object(ms, &profile);
-    let service = desired_service(ms, &profile).map_err(|e| BenchError::emulator("floor: desired Service", e))?;
-    let now = Time(k8s_openapi::jiff::Timestamp::now());
-    let status = compute_status(ms, &valid, Some(d), Some(&service), &[], &now);
-    let body = json!({ "status": status });
-    Api::<Microservice>::namespaced(client.clone(), NAMESPACE)
-        .patch_status(&ms.name_any(), &PatchParams::default(), &Patch::Merge(&body))
-        .await
-        .map_err(BenchError::kube("floor: patch status"))?;
-    Ok(())
-}
-
 /// Kills the converged operator (SIGKILL) and starts a new one with the short resync interval.
 async fn restart(
     env: &Env,
@@ -757,7 +608,7 @@ fn drift_report(n: usize, samples: &[(Edit, f64)], timeouts: usize, missing: usi
 }
 
 /// Changes the image of all N and times until all are Ready for generation 2, checking every Ready status seen.
-async fn update(env: &Env, n: usize, op: &mut OperatorProcess) -> Result<Report> {
+async fn update(env: &Env, n: usize, op: &mut OperatorProcess, floor_time: Option<Duration>) -> Result<Report> {
     let (checked_before, early_before, lagged_before, latency_before) = {
         let seen = env.observer.seen();
         (seen.ready_checked, seen.early_ready.len(), seen.lagged, seen.ready_latency_ms.len())
@@ -774,6 +625,11 @@ async fn update(env: &Env, n: usize, op: &mut OperatorProcess) -> Result<Report>
     let seen = env.observer.seen();
     let mut r = Report::new("update", n);
     r.info("time until all Ready (generation 2)", secs(took), Some(took.as_secs_f64()));
+    if let Some(floor) = floor_time {
+        let ratio = took.as_secs_f64() / floor.as_secs_f64().max(1e-6);
+        let value = format!("{ratio:.2}x ({} / {})", secs(took), secs(floor));
+        r.target("operator time / floor time", value, ratio, "<= 1.3x", ratio <= TARGET_UPDATE_FLOOR_RATIO);
+    }
     let per_cr = non_watch(&counts) as f64 / n as f64;
     r.info("API requests per CR (watch excluded)", format!("{per_cr:.2}"), Some(per_cr));
     let checked = seen.ready_checked - checked_before;

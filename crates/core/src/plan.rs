@@ -217,21 +217,35 @@ pub enum StatusWrite {
     Later(Duration),
 }
 
-/// Writes a changed status at once, a progress-only change (replica counts and wording) at most every `every`;
-/// `since_last_write` is the time since this replica last wrote this Microservice's status.
+/// How long progress-only changes are held back after this replica's last status write of a Microservice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Spacing {
+    /// A change `kubectl get ms` shows (the ready/desired count).
+    pub counts: Duration,
+    /// A change only `kubectl describe` or `-o yaml` shows (the pods' total, the wording): it rides along with the
+    /// next other write, or goes out on its own after this, so a stalled rollout's words are never stale for long.
+    pub details: Duration,
+}
+
+impl Spacing {
+    /// Every change at once.
+    pub const NONE: Spacing = Spacing { counts: Duration::ZERO, details: Duration::ZERO };
+}
+
+/// Writes a changed status at once, a progress-only change (replica counts and wording) after `spacing`;
+/// `since_last_write` is the time since this replica last wrote this Microservice's status, if it remembers.
 pub fn status_write(
     previous: &MicroserviceStatus,
     new: &MicroserviceStatus,
     since_last_write: Option<Duration>,
-    every: Duration,
+    spacing: Spacing,
 ) -> StatusWrite {
     if previous == new {
         return StatusWrite::Skip;
     }
-    match since_last_write {
-        Some(since) if since < every && progress_only(previous, new) => StatusWrite::Later(every - since),
-        _ => StatusWrite::Now,
-    }
+    let Some(since) = since_last_write.filter(|_| progress_only(previous, new)) else { return StatusWrite::Now };
+    let wait = if previous.replicas_summary == new.replicas_summary { spacing.details } else { spacing.counts };
+    if since < wait { StatusWrite::Later(wait - since) } else { StatusWrite::Now }
 }
 
 /// Same phase, generation, image, accepted contract and conditions (status, reason, generation, transition time):

@@ -27,18 +27,17 @@ use microservice_core::desired::{MANAGER, desired_deployment, desired_hpa, desir
 use microservice_core::drift;
 use microservice_core::ownership::{ChildKind, Conflict, handover_cleanup_patch, ownership_upgrade_patch};
 use microservice_core::plan::{
-    ChildPlan, Deed, Live, StatusWrite, Write, as_accepted, plan_autoscaler_removal, plan_child, plan_deployment,
-    status_write, tell,
+    ChildPlan, Deed, Live, Spacing, StatusWrite, Write, as_accepted, plan_autoscaler_removal, plan_child,
+    plan_deployment, status_write, tell,
 };
 use microservice_core::reason::Reason;
 use microservice_core::status::{compute_status, status_events, whole_seconds, with_failure};
 
-/// Progress-only status changes (replica counts and messages, the same phase and condition reasons) are written at
-/// most this often per Microservice; a change of phase or condition (Ready above all) is written at once.
-/// Spacing was off for a while: an earlier shape of the reconcile left some Microservices Progressing under chaos
-/// with it on. Since reconcile became plan-then-execute with the Ready lane, the chaos suite passes with it on
-/// (kubesim and the real control plane, several seeds).
-pub const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+/// Progress-only status changes (the same phase and condition reasons) are held back per Microservice: a new
+/// ready/desired count (what `kubectl get ms` shows) at most every 5 s, wording and the pods' total (what only
+/// `kubectl describe` shows) until another write carries them or 30 s have passed. A change of phase or condition
+/// (Ready above all) is written at once. See docs/design.md, "What a rollout costs".
+pub const SPACING: Spacing = Spacing { counts: Duration::from_secs(5), details: Duration::from_secs(30) };
 
 /// `namespace/name`, the key of logs and backoff.
 pub fn key(ms: &Microservice) -> String {
@@ -480,8 +479,8 @@ async fn remove_handover_annotation<K: Child>(ctx: &Context, api: &Api<K>, name:
     Ok(patched)
 }
 
-/// Writes status with one merge patch when `plan::status_write` says it is due (progress-only changes at most every
-/// [`PROGRESS_EVERY`]); answers what it did.
+/// Writes status with one merge patch when `plan::status_write` says it is due (progress-only changes spaced by
+/// [`SPACING`]); answers what it did.
 async fn write_status(
     ms: &Microservice,
     ctx: &Context,
@@ -489,7 +488,7 @@ async fn write_status(
     new: &MicroserviceStatus,
 ) -> Result<StatusWrite> {
     let key = key(ms);
-    let due = status_write(previous, new, ctx.written.since_last_write(&key), PROGRESS_EVERY);
+    let due = status_write(previous, new, ctx.written.since_last_write(&key), SPACING);
     if due != StatusWrite::Now {
         return Ok(due);
     }

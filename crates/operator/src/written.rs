@@ -24,11 +24,20 @@ struct Entry {
 #[derive(Debug, Default)]
 pub struct WrittenStatuses {
     by_object: Mutex<HashMap<String, Entry>>,
-    last_write: Mutex<HashMap<String, Instant>>,
+    last_write: Mutex<LastWrites>,
 }
 
-/// How long a time of last write is kept: longer than any spacing asked of [`WrittenStatuses::since_last_write`].
-const REMEMBER_WRITES: Duration = Duration::from_secs(10);
+#[derive(Debug, Default)]
+struct LastWrites {
+    at: HashMap<String, Instant>,
+    /// The size at which old entries are dropped next: twice what was left at the last pruning, so a wave of 10,000
+    /// writes prunes a handful of times, not at every write.
+    prune_at: usize,
+}
+
+/// How long a time of last write is kept: longer than any spacing asked of [`WrittenStatuses::since_last_write`]
+/// (`reconcile::SPACING`).
+const REMEMBER_WRITES: Duration = Duration::from_secs(60);
 
 impl WrittenStatuses {
     /// The status and resourceVersion this replica wrote, when the cache (at `cached_version`) has not shown it yet.
@@ -45,10 +54,11 @@ impl WrittenStatuses {
         drop(by_object);
         let now = Instant::now();
         let mut last = self.last_write.lock().unwrap_or_else(|p| p.into_inner());
-        if last.len() >= 1024 {
-            last.retain(|_, at| now.duration_since(*at) < REMEMBER_WRITES);
+        if last.at.len() >= last.prune_at.max(1024) {
+            last.at.retain(|_, at| now.duration_since(*at) < REMEMBER_WRITES);
+            last.prune_at = last.at.len() * 2;
         }
-        last.insert(key.to_string(), now);
+        last.at.insert(key.to_string(), now);
     }
 
     /// The watch showed `version` of the CR: a write up to it is no longer in flight.
@@ -72,13 +82,14 @@ impl WrittenStatuses {
         self.last_write
             .lock()
             .unwrap_or_else(|p| p.into_inner())
+            .at
             .retain(|_, at| now.duration_since(*at) < REMEMBER_WRITES);
     }
 
     /// How long ago this replica last wrote the CR's status, if recently.
     pub fn since_last_write(&self, key: &str) -> Option<Duration> {
         let last = self.last_write.lock().unwrap_or_else(|p| p.into_inner());
-        last.get(key).map(Instant::elapsed).filter(|d| *d < REMEMBER_WRITES)
+        last.at.get(key).map(Instant::elapsed).filter(|d| *d < REMEMBER_WRITES)
     }
 
     /// Writes in flight (not yet seen by the watch).

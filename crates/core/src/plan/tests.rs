@@ -325,24 +325,40 @@ fn status(phase: Phase, ready: i32, reason: &str) -> MicroserviceStatus {
 
 #[test]
 fn a_status_is_written_at_once_unless_unchanged_or_only_progress_within_the_spacing() {
-    let every = Duration::from_secs(5);
+    let spacing = Spacing { counts: Duration::from_secs(5), details: Duration::from_secs(30) };
     let one = status(Phase::Progressing, 1, "RollingOut");
     let two = status(Phase::Progressing, 2, "RollingOut");
     let ready = status(Phase::Ready, 3, "RolledOut");
+    // The same ready count with other wording and another pods' total: a detail.
+    let one_reworded = MicroserviceStatus { replicas: Some(3), ..status(Phase::Progressing, 1, "RollingOut") };
+    let one_reworded = MicroserviceStatus {
+        conditions: vec![Condition {
+            message: "1 ready; 2 old replica(s) still running".into(),
+            ..one.conditions[0].clone()
+        }],
+        ..one_reworded
+    };
     let secs = |s| Some(Duration::from_secs(s));
     let cases = [
         (&one, &one, secs(1), StatusWrite::Skip),
         (&one, &one, None, StatusWrite::Skip),
+        // A new ready count waits for the counts' spacing.
         (&one, &two, secs(1), StatusWrite::Later(Duration::from_secs(4))),
         (&one, &two, secs(5), StatusWrite::Now),
         (&one, &two, None, StatusWrite::Now),
+        // Wording and the pods' total wait for the details' spacing, or for another write to ride along with.
+        (&one, &one_reworded, secs(5), StatusWrite::Later(Duration::from_secs(25))),
+        (&one, &one_reworded, secs(30), StatusWrite::Now),
+        (&one, &one_reworded, None, StatusWrite::Now),
         // A change of phase or condition (Ready above all) never waits.
         (&two, &ready, secs(1), StatusWrite::Now),
+        (&one_reworded, &ready, secs(1), StatusWrite::Now),
         (&MicroserviceStatus::default(), &one, secs(1), StatusWrite::Now),
     ];
     for (i, (previous, new, since, expected)) in cases.into_iter().enumerate() {
-        assert_eq!(status_write(previous, new, since, every), expected, "case {i}");
+        assert_eq!(status_write(previous, new, since, spacing), expected, "case {i}");
     }
     // With no spacing configured every change goes out.
-    assert_eq!(status_write(&one, &two, secs(0), Duration::ZERO), StatusWrite::Now);
+    assert_eq!(status_write(&one, &two, secs(0), Spacing::NONE), StatusWrite::Now);
+    assert_eq!(status_write(&one, &one_reworded, secs(0), Spacing::NONE), StatusWrite::Now);
 }
