@@ -155,7 +155,8 @@ pub struct MicroserviceStatus {
     /// Pods of the Deployment (any version).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicas: Option<i32>,
-    /// "ready/desired", for `kubectl get`.
+    /// "ready/desired", for `kubectl get`; while the observed generation rolls out, only its own available replicas
+    /// count as ready.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicas_summary: Option<String>,
     /// The image every replica runs: set once a rollout completes, kept while the next one runs.

@@ -26,7 +26,8 @@ enum Outcome<'a> {
     /// The Deployment is paused before the current generation rolled out: nothing will progress until resumed.
     Paused(String),
     DeploymentMissing,
-    Rolling(String),
+    /// The message, and how many replicas of the current generation are available.
+    Rolling(String, i32),
     /// The rollout is complete (with this image) but the Service is missing.
     ServiceMissing(String),
     Complete(String),
@@ -96,6 +97,13 @@ pub fn compute_status(
         },
         Err(_) => ours.and_then(|d| d.spec.as_ref()).and_then(|s| s.replicas),
     };
+    // The Replicas column counts what serves the generation the status describes: while that generation rolls
+    // out, only its own available replicas (an old ReplicaSet's ready pods are not the new version's; a surge
+    // never shows 3/2), so the column steps 0/2, 1/2, 2/2 instead of back and forth at every surge.
+    let summary_ready = match &outcome {
+        Outcome::Rolling(_, available) => Some(*available),
+        _ => ready_replicas,
+    };
     let image = match &outcome {
         Outcome::Complete(image) | Outcome::ServiceMissing(image) => Some(image.clone()),
         _ => previous.image.clone(),
@@ -107,7 +115,7 @@ pub fn compute_status(
         conditions,
         ready_replicas,
         replicas,
-        replicas_summary: desired_replicas.map(|d| format!("{}/{d}", ready_replicas.unwrap_or(0))),
+        replicas_summary: desired_replicas.map(|d| format!("{}/{d}", summary_ready.unwrap_or(0))),
         image,
         last_accepted: last_accepted(contract, generation, &previous),
     }
@@ -138,7 +146,7 @@ fn rollout_outcome<'a>(
             rollout.message(generation_text)
         ))
     } else if !rollout.complete() {
-        Outcome::Rolling(rollout.message(generation_text))
+        Outcome::Rolling(rollout.message(generation_text), rollout.updated_available())
     } else {
         let image = rolled_out_image(d).unwrap_or_else(|| contract.image.clone());
         if service_exists { Outcome::Complete(image) } else { Outcome::ServiceMissing(image) }
@@ -198,7 +206,7 @@ fn conditions_for(
                 Phase::Pending,
             )
         }
-        Outcome::Rolling(message) => (
+        Outcome::Rolling(message, _) => (
             (True, Reason::RolloutInProgress, message.clone()),
             (False, Reason::RolloutInProgress, message.clone()),
             as_expected(),
@@ -407,10 +415,16 @@ impl Rollout {
         ))
     }
 
-    fn message(&self, generation: &str) -> String {
-        // Available pods of old versions are not counted: at least this many updated ones are available.
+    /// Available replicas of the current template: available pods of old versions are not counted, so at least
+    /// this many updated ones are available.
+    fn updated_available(&self) -> i32 {
         let old = (self.total - self.updated).max(0);
-        let updated_available = if self.current() { self.updated.min((self.available - old).max(0)).max(0) } else { 0 };
+        if self.current() { self.updated.min((self.available - old).max(0)).max(0) } else { 0 }
+    }
+
+    fn message(&self, generation: &str) -> String {
+        let old = (self.total - self.updated).max(0);
+        let updated_available = self.updated_available();
         let mut message =
             format!("{updated_available}/{} updated replicas available for generation {generation}", self.desired);
         if !self.built_for_generation {

@@ -179,6 +179,11 @@ fn old_replica_set_ready_pods_never_make_the_new_generation_ready() {
             "{name}: the rolled-out image stays until the rollout completes"
         );
         assert_eq!(status.observed_generation, Some(2), "{name}");
+        assert_eq!(
+            status.replicas_summary,
+            Some(count.to_string()),
+            "{name}: the Replicas column counts the new version"
+        );
     }
     let done = run(&ms(IMAGE_V2, 2, Some(previous)), Some(&complete(2, IMAGE_V2).build()), true, &at(90));
     assert_eq!(done.phase, Some(Phase::Ready));
