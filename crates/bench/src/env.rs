@@ -244,8 +244,12 @@ impl Env {
         }
     }
 
-    pub async fn set_image(&self, i: usize, image: &str) -> Result<()> {
-        self.patch(Kind::Microservice, &name(i), json!({"spec": {"image": image}})).await
+    /// The image of the first `n` Microservices, one after the other (an update wave).
+    pub async fn set_images(&self, n: usize, image: &str) -> Result<()> {
+        for i in 0..n {
+            self.patch(Kind::Microservice, &name(i), json!({"spec": {"image": image}})).await?;
+        }
+        Ok(())
     }
 
     pub async fn patch(&self, kind: Kind, name: &str, body: Value) -> Result<()> {

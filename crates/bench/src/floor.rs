@@ -73,9 +73,7 @@ async fn wave(
     let started = Instant::now();
     if wave == Wave::Update {
         // Timed from the first spec change, as the operator's update wave is.
-        for i in 0..n {
-            env.set_image(i, IMAGE_V2).await?;
-        }
+        env.set_images(n, IMAGE_V2).await?;
     }
     let microservices: Api<Microservice> = Api::namespaced(client.clone(), NAMESPACE);
     let list = microservices.list(&ListParams::default()).await.map_err(BenchError::kube("floor: list"))?;

@@ -415,15 +415,19 @@ impl Rollout {
         ))
     }
 
+    /// Pods of an older template still counted in the Deployment's total.
+    fn old(&self) -> i32 {
+        (self.total - self.updated).max(0)
+    }
+
     /// Available replicas of the current template: available pods of old versions are not counted, so at least
     /// this many updated ones are available.
     fn updated_available(&self) -> i32 {
-        let old = (self.total - self.updated).max(0);
-        if self.current() { self.updated.min((self.available - old).max(0)).max(0) } else { 0 }
+        if self.current() { self.updated.min((self.available - self.old()).max(0)).max(0) } else { 0 }
     }
 
     fn message(&self, generation: &str) -> String {
-        let old = (self.total - self.updated).max(0);
+        let old = self.old();
         let updated_available = self.updated_available();
         let mut message =
             format!("{updated_available}/{} updated replicas available for generation {generation}", self.desired);

@@ -35,6 +35,14 @@ struct LastWrites {
     prune_at: usize,
 }
 
+impl LastWrites {
+    /// Drops the times older than any spacing asks about.
+    fn prune(&mut self, now: Instant) {
+        self.at.retain(|_, at| now.duration_since(*at) < REMEMBER_WRITES);
+        self.prune_at = self.at.len() * 2;
+    }
+}
+
 /// How long a time of last write is kept: longer than any spacing asked of [`WrittenStatuses::since_last_write`]
 /// (`reconcile::SPACING`).
 const REMEMBER_WRITES: Duration = Duration::from_secs(60);
@@ -55,8 +63,7 @@ impl WrittenStatuses {
         let now = Instant::now();
         let mut last = self.last_write.lock().unwrap_or_else(|p| p.into_inner());
         if last.at.len() >= last.prune_at.max(1024) {
-            last.at.retain(|_, at| now.duration_since(*at) < REMEMBER_WRITES);
-            last.prune_at = last.at.len() * 2;
+            last.prune(now);
         }
         last.at.insert(key.to_string(), now);
     }
@@ -78,12 +85,7 @@ impl WrittenStatuses {
     /// Keeps only the Microservices `exists` still knows (called on resync, in case a deletion was missed).
     pub fn retain(&self, exists: impl Fn(&str) -> bool) {
         self.by_object.lock().unwrap_or_else(|p| p.into_inner()).retain(|key, _| exists(key));
-        let now = Instant::now();
-        self.last_write
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .at
-            .retain(|_, at| now.duration_since(*at) < REMEMBER_WRITES);
+        self.last_write.lock().unwrap_or_else(|p| p.into_inner()).prune(Instant::now());
     }
 
     /// How long ago this replica last wrote the CR's status, if recently.
