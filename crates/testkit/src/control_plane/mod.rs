@@ -101,10 +101,29 @@ pub struct ControlPlane {
     dir: tempfile::TempDir,
 }
 
+/// Start-ups tried before a component's failure to come up is final.
+const START_ATTEMPTS: u32 = 3;
+
 impl ControlPlane {
+    /// Starts a control plane, again with fresh ports when a component did not come up: a port [`free_port`]
+    /// found free can be taken (by another test's cluster, or as the local port of any outgoing connection) before
+    /// the component binds it, and then kube-apiserver or etcd exits at start.
+    pub async fn start(options: Options) -> Result<ControlPlane, Error> {
+        let mut attempt = 1;
+        loop {
+            match ControlPlane::start_once(options.clone()).await {
+                Err(e @ Error::NotReady { .. }) if attempt < START_ATTEMPTS => {
+                    eprintln!("control plane: attempt {attempt} of {START_ATTEMPTS} failed, starting again: {e}");
+                    attempt += 1;
+                }
+                started => return started,
+            }
+        }
+    }
+
     // Over 80 lines on purpose: The control plane's start-up in order (etcd, kube-apiserver, controller-manager, kwok,
     // readiness), each waiting on the one before, with one cleanup path on failure.
-    pub async fn start(options: Options) -> Result<ControlPlane, Error> {
+    async fn start_once(options: Options) -> Result<ControlPlane, Error> {
         let begun = Instant::now();
         let deadline = begun + options.start_timeout;
         let bin = bin_dir()?;

@@ -84,8 +84,8 @@ impl Drop for Process {
     }
 }
 
-/// A port nothing listens on right now. Another process may take it before ours binds it; the components then
-/// fail to start and say so, which is rare enough on loopback for tests.
+/// A port nothing listens on right now. Another process may take it before ours binds it; the component then
+/// fails to start, and `ControlPlane::start` tries again with fresh ports.
 pub(super) fn free_port() -> Result<u16, Error> {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
