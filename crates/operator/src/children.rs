@@ -48,6 +48,16 @@ pub struct Verdict {
     pub changed: Vec<String>,
     /// What the watch judged it on (see [`basis`]); None when judged elsewhere.
     pub basis: Option<u64>,
+    /// The live object carries the desired digest: the operator wrote this very desired object, so a difference is
+    /// someone's edit to repair, not a change of the Microservice still to roll out.
+    pub applied: bool,
+}
+
+impl Verdict {
+    /// Someone edited an object the operator had written as desired: repair it ahead of routine work.
+    pub fn repair_due(&self) -> bool {
+        self.applied && !self.changed.is_empty()
+    }
 }
 
 /// What a watch event's verdict depends on, folded into one number: the Microservice's uid and generation (its
@@ -286,6 +296,16 @@ pub trait Child:
     fn view_meta_mut(view: &mut Self::View) -> &mut ChildMeta;
     /// The desired object for `ms` (None when its spec is refused: no verdict then).
     fn desired(ms: &Microservice, profile: &PlatformProfile) -> Option<Self>;
+    /// Whether a change of this child makes its Microservice's reconcile urgent (see [`urgent`]).
+    fn urgent_view(view: &Self::View) -> bool {
+        Self::view_meta(view).verdict.as_ref().is_some_and(Verdict::repair_due)
+    }
+}
+
+/// Whether a child's change goes ahead of the Controller's queue (the Ready lane): its deletion or someone's edit
+/// (a repair must not wait behind a resync of every Microservice), or what the kind says (a completed rollout).
+pub fn urgent<K: Child>(view: Option<&K::View>) -> bool {
+    view.is_none_or(K::urgent_view)
 }
 
 impl Child for Deployment {
@@ -303,6 +323,10 @@ impl Child for Deployment {
     fn desired(ms: &Microservice, profile: &PlatformProfile) -> Option<Self> {
         let contract = contract::validate_object(ms, profile).ok()?;
         desired_deployment(ms, &contract, profile).ok()
+    }
+    /// A repair, or a completed rollout: Ready is due.
+    fn urgent_view(view: &DeploymentView) -> bool {
+        view.meta.verdict.as_ref().is_some_and(Verdict::repair_due) || view.rollout_complete()
     }
 }
 
@@ -365,7 +389,8 @@ pub fn judge<K: Child>(desired: &K, live: &K) -> Option<Verdict> {
 pub fn judge_values<K: Child>(digest: &str, want: &Value, have: &Value) -> Verdict {
     let mut changed = drift::differs(want, have);
     changed.extend(drift::extras(exact(K::KIND), want, have).into_iter().map(|e| e.path));
-    Verdict { desired_digest: digest.to_string(), changed, basis: None }
+    let applied = have["metadata"]["annotations"][DESIRED_DIGEST_ANNOTATION].as_str() == Some(digest);
+    Verdict { desired_digest: digest.to_string(), changed, basis: None, applied }
 }
 
 /// Objects per page of a watch's (re-)list. A page is decoded whole, managedFields included, before its objects are
@@ -715,6 +740,44 @@ mod tests {
             resource_version: Some("10".into()),
             ..ObjectMeta::default()
         }
+    }
+
+    fn service_view(verdict: Option<Verdict>) -> ServiceView {
+        ServiceView { meta: ChildMeta::of(&child(None), verdict) }
+    }
+
+    fn verdict(digest: &str, changed: &[&str], applied: bool) -> Verdict {
+        Verdict {
+            desired_digest: digest.into(),
+            changed: changed.iter().map(|c| c.to_string()).collect(),
+            basis: None,
+            applied,
+        }
+    }
+
+    #[test]
+    fn deletions_and_edits_of_what_the_operator_wrote_jump_the_queue_and_pending_updates_do_not() {
+        assert!(urgent::<Service>(None), "a deleted child");
+        let edited = service_view(Some(verdict("d1", &["spec.ports"], true)));
+        assert!(urgent::<Service>(Some(&edited)), "someone edited a child the operator wrote as desired");
+        let pending = service_view(Some(verdict("d2", &["spec.ports"], false)));
+        assert!(!urgent::<Service>(Some(&pending)), "a changed Microservice whose child is still to be updated");
+        let converged = service_view(Some(verdict("d1", &[], true)));
+        assert!(!urgent::<Service>(Some(&converged)));
+        assert!(!urgent::<Service>(Some(&service_view(None))), "not judged (no Microservice of its name)");
+    }
+
+    #[test]
+    fn a_verdict_is_applied_when_the_live_object_carries_the_desired_digest() {
+        let want =
+            serde_json::json!({"metadata": {"annotations": {DESIRED_DIGEST_ANNOTATION: "d1"}}, "spec": {"a": 1}});
+        let edited =
+            serde_json::json!({"metadata": {"annotations": {DESIRED_DIGEST_ANNOTATION: "d1"}}, "spec": {"a": 2}});
+        let judged = judge_values::<Service>("d1", &want, &edited);
+        assert!(judged.applied && judged.repair_due());
+        let older =
+            serde_json::json!({"metadata": {"annotations": {DESIRED_DIGEST_ANNOTATION: "d0"}}, "spec": {"a": 2}});
+        assert!(!judge_values::<Service>("d1", &want, &older).applied);
     }
 
     #[test]

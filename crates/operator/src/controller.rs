@@ -192,7 +192,6 @@ fn spawn_child_cache<K>(
     profile: PlatformProfile,
     triggers: Arc<Triggers>,
     health: Arc<Health>,
-    urgent: fn(&K::View) -> bool,
 ) -> (Arc<ChildCache<K::View>>, JoinHandle<()>)
 where
     K: children::Child,
@@ -202,7 +201,7 @@ where
     let kind = K::kind(&());
     let route = move |namespace: &str, name: &str, view: Option<&K::View>| {
         debug!(child = %kind, object = %format!("{namespace}/{name}"), "child changed; reconciling its Microservice");
-        if view.is_some_and(urgent) { triggers.urgent(namespace, name) } else { triggers.reconcile(namespace, name) }
+        if children::urgent::<K>(view) { triggers.urgent(namespace, name) } else { triggers.reconcile(namespace, name) }
     };
     health.watch_started();
     let task = tokio::spawn({
@@ -330,7 +329,6 @@ impl ChildCaches {
             config.profile.clone(),
             triggers.clone(),
             health.clone(),
-            DeploymentView::rollout_complete,
         );
         let (services, service_task) = spawn_child_cache::<Service>(
             api(client, ns),
@@ -338,7 +336,6 @@ impl ChildCaches {
             config.profile.clone(),
             triggers.clone(),
             health.clone(),
-            |_| false,
         );
         // Watched like the other children, so a deleted or edited HPA is repaired at once.
         let (hpas, hpa_task) = spawn_child_cache::<HorizontalPodAutoscaler>(
@@ -347,7 +344,6 @@ impl ChildCaches {
             config.profile.clone(),
             triggers.clone(),
             health.clone(),
-            |_| false,
         );
         (ChildCaches { deployments, services, hpas }, [deployment_task, service_task, hpa_task])
     }
@@ -393,8 +389,9 @@ async fn lead(
     if lost.load(Ordering::Acquire) { Stopped::LostLeadership } else { Stopped::Shutdown }
 }
 
-/// The Ready lane: reconciles of Microservices whose Deployment just completed its rollout, run at once beside the
-/// Controller's workers instead of behind everything the Controller has queued (at start-up, N first reconciles).
+/// The Ready lane: reconciles of Microservices whose Deployment just completed its rollout, or whose child was
+/// deleted or edited by someone (`children::urgent`), run at once beside the Controller's workers instead of behind
+/// everything the Controller has queued (at start-up, N first reconciles; at a resync, all N).
 /// The same reconcile, under the same per-object lock; a reconcile that fails or asks to run again goes to the
 /// Controller, whose error policy and requeues apply.
 async fn run_lane(
