@@ -296,16 +296,16 @@ pub trait Child:
     fn view_meta_mut(view: &mut Self::View) -> &mut ChildMeta;
     /// The desired object for `ms` (None when its spec is refused: no verdict then).
     fn desired(ms: &Microservice, profile: &PlatformProfile) -> Option<Self>;
-    /// Whether a change of this child makes its Microservice's reconcile urgent (see [`urgent`]).
-    fn urgent_view(view: &Self::View) -> bool {
-        Self::view_meta(view).verdict.as_ref().is_some_and(Verdict::repair_due)
+    /// Whether this child's state makes its Microservice's Ready due (a Deployment's completed rollout).
+    fn ready_due(_view: &Self::View) -> bool {
+        false
     }
 }
 
 /// Whether a child's change goes ahead of the Controller's queue (the Ready lane): its deletion or someone's edit
-/// (a repair must not wait behind a resync of every Microservice), or what the kind says (a completed rollout).
+/// (a repair must not wait behind a resync of every Microservice), or a Ready the kind says is due.
 pub fn urgent<K: Child>(view: Option<&K::View>) -> bool {
-    view.is_none_or(K::urgent_view)
+    view.is_none_or(|v| K::view_meta(v).verdict.as_ref().is_some_and(Verdict::repair_due) || K::ready_due(v))
 }
 
 impl Child for Deployment {
@@ -324,9 +324,8 @@ impl Child for Deployment {
         let contract = contract::validate_object(ms, profile).ok()?;
         desired_deployment(ms, &contract, profile).ok()
     }
-    /// A repair, or a completed rollout: Ready is due.
-    fn urgent_view(view: &DeploymentView) -> bool {
-        view.meta.verdict.as_ref().is_some_and(Verdict::repair_due) || view.rollout_complete()
+    fn ready_due(view: &DeploymentView) -> bool {
+        view.rollout_complete()
     }
 }
 
