@@ -38,6 +38,7 @@ pub struct SimBuilder {
     run_controllers: bool,
     history: HistoryLimits,
     rbac: bool,
+    watch_list: bool,
 }
 
 impl Default for SimBuilder {
@@ -51,6 +52,7 @@ impl Default for SimBuilder {
             run_controllers: true,
             history: HistoryLimits::default(),
             rbac: false,
+            watch_list: true,
         }
     }
 }
@@ -98,6 +100,13 @@ impl SimBuilder {
         self
     }
 
+    /// Serve streaming lists (`sendInitialEvents`), as kube-apiserver does unless its WatchList feature gate is off
+    /// (Kubernetes 1.33's default): off, such a watch is refused with 422.
+    pub fn watch_list(mut self, serve: bool) -> Self {
+        self.watch_list = serve;
+        self
+    }
+
     /// /readyz fails for this long after start.
     pub fn ready_delay(mut self, delay: Duration) -> Self {
         self.ready_delay = delay;
@@ -116,6 +125,7 @@ impl SimBuilder {
         state.address = addr.to_string().into();
         state.ready_at = Instant::now() + self.ready_delay;
         state.rbac = self.rbac;
+        state.watch_list = self.watch_list;
         let tokens = state.tokens.clone();
         let counters = state.counters.clone();
         let tls = Tls::generate()?;

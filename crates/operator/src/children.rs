@@ -392,10 +392,11 @@ pub fn judge_values<K: Child>(digest: &str, want: &Value, have: &Value) -> Verdi
     Verdict { desired_digest: digest.to_string(), changed, basis: None, applied }
 }
 
-/// Objects per page of a watch's (re-)list. A page is decoded whole, managedFields included, before its objects are
-/// projected: with kube's default of 500, one page of Deployments was 13.4 MiB of the operator's 16.9 MiB heap peak
-/// (heaptrack, 100 Microservices beside 10,000 other Deployments and Services). A fifth of that costs 4 more list
-/// requests per 1,000 objects, at start and after a watch expires.
+/// Objects per page of a watch's (re-)list, where the server does not serve streaming lists (see `initial_list`). A
+/// page is decoded whole, managedFields included, before its objects are projected: with kube's default of 500, one
+/// page of Deployments was 13.4 MiB of the operator's 16.9 MiB heap peak (heaptrack, 100 Microservices beside 10,000
+/// other Deployments and Services). A fifth of that costs 4 more list requests per 1,000 objects, at start and after
+/// a watch expires.
 pub const LIST_PAGE: u32 = 100;
 
 /// How many deleted uids are remembered, so a create's answer arriving after its object was already deleted (and
@@ -618,6 +619,7 @@ impl<V, F: Fn(&str, &str, Option<&V>) + Send + Sync + 'static> Route<V> for F {}
 /// `route` with every change (`None` for a deletion) of a name some Microservice has. Runs until aborted.
 pub async fn run<K: Child>(
     api: Api<K>,
+    watch_config: watcher::Config,
     cache: Arc<ChildCache<K::View>>,
     microservices: Store<Microservice>,
     profile: PlatformProfile,
@@ -626,7 +628,7 @@ pub async fn run<K: Child>(
     K::View: Clone,
 {
     let kind = K::kind(&());
-    let stream = watcher(api, watcher::Config::default().page_size(LIST_PAGE)).default_backoff();
+    let stream = watcher(api, watch_config).default_backoff();
     let mut stream = std::pin::pin!(stream);
     // A child whose name no Microservice has (someone else's Deployment in a busy namespace) gives nothing to
     // reconcile: a Microservice created later is reconciled by its own event and finds the object in the cache.

@@ -26,6 +26,7 @@ use crate::connection::scoped_api as api;
 use crate::error::{Class, Error};
 use crate::events::Publisher;
 use crate::health::Health;
+use crate::initial_list::{self, InitialList};
 use crate::keylock::KeyLocks;
 use crate::metrics::Metrics;
 use crate::reconcile;
@@ -188,6 +189,7 @@ fn spawn_microservice_cache(
 /// alone would not do.
 fn spawn_child_cache<K>(
     api: Api<K>,
+    watch_config: watcher::Config,
     microservices: Store<Microservice>,
     profile: PlatformProfile,
     triggers: Arc<Triggers>,
@@ -207,7 +209,7 @@ where
     let task = tokio::spawn({
         let cache = cache.clone();
         async move {
-            children::run::<K>(api, cache, microservices, profile, route).await;
+            children::run::<K>(api, watch_config, cache, microservices, profile, route).await;
             health.watch_ended();
         }
     });
@@ -249,12 +251,17 @@ pub async fn run_elected(
     let ns = config.namespace.as_deref();
     let triggers = Arc::new(Triggers::default());
     let written = Arc::new(WrittenStatuses::default());
-    let mut watch_config = watcher::Config::default().page_size(children::LIST_PAGE);
+    let ms_api = api::<Microservice>(&client, ns);
+    let initial_list = tokio::select! {
+        strategy = initial_list::detect(&ms_api) => strategy,
+        () = shutdown.clone() => return Stopped::Shutdown,
+    };
+    let mut watch_config = initial_list.watcher_config();
     if let Some(selector) = &config.selector {
         watch_config = watch_config.labels(selector);
     }
     let (microservices, ms_task) = spawn_microservice_cache(
-        api::<Microservice>(&client, ns),
+        ms_api,
         watch_config,
         triggers.clone(),
         written.clone(),
@@ -267,7 +274,8 @@ pub async fn run_elected(
         _ = microservices.wait_until_ready() => {}
         () = shutdown.clone() => return Stopped::Shutdown,
     }
-    let (children, child_tasks) = ChildCaches::spawn(&client, &config, &microservices, &triggers, &health);
+    let (children, child_tasks) =
+        ChildCaches::spawn(&client, &config, initial_list, &microservices, &triggers, &health);
     tasks.0.extend(child_tasks);
     tokio::select! {
         () = children.wait_until_ready() => {}
@@ -318,6 +326,7 @@ impl ChildCaches {
     fn spawn(
         client: &Client,
         config: &Config,
+        initial_list: InitialList,
         microservices: &Store<Microservice>,
         triggers: &Arc<Triggers>,
         health: &Arc<Health>,
@@ -325,6 +334,7 @@ impl ChildCaches {
         let ns = config.namespace.as_deref();
         let (deployments, deployment_task) = spawn_child_cache::<Deployment>(
             api(client, ns),
+            initial_list.watcher_config(),
             microservices.clone(),
             config.profile.clone(),
             triggers.clone(),
@@ -332,6 +342,7 @@ impl ChildCaches {
         );
         let (services, service_task) = spawn_child_cache::<Service>(
             api(client, ns),
+            initial_list.watcher_config(),
             microservices.clone(),
             config.profile.clone(),
             triggers.clone(),
@@ -340,6 +351,7 @@ impl ChildCaches {
         // Watched like the other children, so a deleted or edited HPA is repaired at once.
         let (hpas, hpa_task) = spawn_child_cache::<HorizontalPodAutoscaler>(
             api(client, ns),
+            initial_list.watcher_config(),
             microservices.clone(),
             config.profile.clone(),
             triggers.clone(),

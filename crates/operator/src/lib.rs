@@ -12,6 +12,7 @@ pub mod events;
 pub mod health;
 pub mod http;
 pub mod identity;
+pub mod initial_list;
 pub mod keylock;
 pub mod leader;
 pub mod metrics;

@@ -36,6 +36,9 @@ pub struct AppState {
     pub tokens: Tokens,
     /// Whether RBAC decides (otherwise every authenticated request is allowed).
     pub rbac: bool,
+    /// Whether watches serve `sendInitialEvents` (streaming lists), as kube-apiserver's WatchList feature gate says:
+    /// on since 1.34 (and in 1.32), off in 1.33, where such a watch is refused with 422.
+    pub watch_list: bool,
     /// `host:port` the server listens on (for /api's serverAddressByClientCIDRs).
     pub address: Arc<str>,
     /// /readyz fails until then (`kubesim serve --ready-delay-ms`).
@@ -50,6 +53,7 @@ impl AppState {
             counters: Counters::default(),
             tokens: Tokens::new(token),
             rbac: false,
+            watch_list: true,
             address: Arc::from("127.0.0.1:0"),
             ready_at: Instant::now(),
         }

@@ -518,6 +518,16 @@ fn watch(
         send_initial_events: q.flag("sendInitialEvents"),
         timeout: Some(timeout),
     };
+    if opts.send_initial_events && !state.watch_list {
+        return Err(ApiError::invalid_options(
+            "ListOptions",
+            vec![Cause::new(
+                "FieldValueForbidden",
+                "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled",
+                "sendInitialEvents",
+            )],
+        ));
+    }
     let rt2 = rt.clone();
     let to_item = move |ev: WatchEvent| WatchItem::Event(ev);
     let stream: futures::stream::BoxStream<'static, WatchItem> = if state.faults.take_forced_gone(resource_label) {

@@ -7,6 +7,7 @@ mod autoscaling;
 mod bundle;
 mod chaos;
 mod e2e;
+mod initial_list;
 mod leader_election;
 mod rbac;
 mod run_cli;
