@@ -58,6 +58,9 @@ pub struct ClusterOptions {
     pub users: Vec<User>,
     /// Enforce RBAC on kubesim too (the real server always does).
     pub rbac: bool,
+    /// A server that refuses streaming lists (`sendInitialEvents`), as Kubernetes 1.33 does by default: the real
+    /// server runs with `--feature-gates=WatchList=false`.
+    pub without_streaming_lists: bool,
 }
 
 pub struct Cluster {
@@ -94,6 +97,7 @@ impl Cluster {
                 };
                 let sim = Sim::builder()
                     .rbac(options.rbac)
+                    .watch_list(!options.without_streaming_lists)
                     .controllers(controllers)
                     .start()
                     .await
@@ -105,6 +109,7 @@ impl Cluster {
                     pod_ready_delay: options.pod_ready_delay,
                     never_ready_images: options.never_ready_images,
                     users: options.users,
+                    without_streaming_lists: options.without_streaming_lists,
                     ..Options::default()
                 })
                 .await?;

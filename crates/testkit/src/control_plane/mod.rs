@@ -75,6 +75,8 @@ pub struct Options {
     pub users: Vec<User>,
     /// How long the whole start may take before it fails with the lagging component's log.
     pub start_timeout: Duration,
+    /// kube-apiserver refuses streaming lists (`--feature-gates=WatchList=false`, Kubernetes 1.33's default).
+    pub without_streaming_lists: bool,
 }
 
 impl Default for Options {
@@ -85,6 +87,7 @@ impl Default for Options {
             never_ready_images: Vec::new(),
             users: Vec::new(),
             start_timeout: Duration::from_secs(180),
+            without_streaming_lists: false,
         }
     }
 }
@@ -206,7 +209,10 @@ impl ControlPlane {
                 "--audit-log-mode=blocking".into(),
                 "--profiling=false".into(),
                 "--v=1".into(),
-            ],
+            ]
+            .into_iter()
+            .chain(options.without_streaming_lists.then(|| "--feature-gates=WatchList=false".to_string()))
+            .collect(),
         )?;
         plane.wait_apiserver_ready(deadline).await?;
         let apiserver_ready = begun.elapsed();

@@ -3,6 +3,7 @@
 //! `deploy/rbac.yaml` (or a variant with one verb removed). The operator runs in-process with a client that
 //! authenticates as that ServiceAccount (on the real server, with a token from the TokenRequest API).
 
+use super::scenarios::Scenario;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -79,12 +80,25 @@ impl Cluster {
     /// Starts the emulator with RBAC enforced and installs the bundle's namespaces, CRD, ServiceAccount and
     /// RoleBindings, with `roles` in place of the shipped Roles.
     pub async fn start(roles: &[Role]) -> Cluster {
+        Self::start_on(roles, ClusterOptions { rbac: true, ..ClusterOptions::default() }).await
+    }
+
+    /// As [`Cluster::start`], on the server `scenario` needs.
+    pub async fn start_for(roles: &[Role], scenario: Scenario) -> Cluster {
+        let options = ClusterOptions {
+            rbac: true,
+            without_streaming_lists: scenario.without_streaming_lists(),
+            ..ClusterOptions::default()
+        };
+        Self::start_on(roles, options).await
+    }
+
+    async fn start_on(roles: &[Role], options: ClusterOptions) -> Cluster {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_test_writer()
             .try_init();
-        let backend =
-            microservice_testkit::Cluster::start(ClusterOptions { rbac: true, ..ClusterOptions::default() }).await;
+        let backend = microservice_testkit::Cluster::start(options).await;
         let admin = backend.client();
 
         // The watched namespace is created apart from the bundle, as the README's install says.

@@ -25,6 +25,8 @@ const IMAGE_V2: &str = "ghcr.io/example/todo-api:2.0.0";
 pub enum Scenario {
     /// A new Microservice gets its Deployment and Service and becomes Ready.
     CreateReady,
+    /// The same on a server that refuses streaming lists (Kubernetes 1.33's default): the caches fill from lists.
+    CreateReadyWithoutStreamingLists,
     /// An image change rolls out and is Ready for generation 2.
     Update,
     /// A deleted Service is recreated.
@@ -54,10 +56,16 @@ impl Scenario {
         Scenario::Autoscaling,
     ];
 
+    /// Whether this scenario runs on a server that refuses streaming lists (its own cluster: not one of [`ALL`]).
+    pub fn without_streaming_lists(self) -> bool {
+        self == Scenario::CreateReadyWithoutStreamingLists
+    }
+
     pub async fn run(self, cluster: &Cluster, deadline: Duration) -> Result<(), String> {
         let s = Steps { client: cluster.admin.clone(), deadline };
         match self {
             Scenario::CreateReady => s.create_ready("todo-api").await.map(drop),
+            Scenario::CreateReadyWithoutStreamingLists => s.create_ready("todo-paged").await.map(drop),
             Scenario::Update => s.update("todo-update").await,
             Scenario::RepairDeletedService => s.repair_deleted_service("todo-repair").await,
             Scenario::RepairEdits => s.repair_edits("todo-edits").await,
@@ -73,6 +81,7 @@ impl fmt::Display for Scenario {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let name = match self {
             Scenario::CreateReady => "create → Ready",
+            Scenario::CreateReadyWithoutStreamingLists => "create → Ready on a server without streaming lists",
             Scenario::Update => "image update → Ready for generation 2",
             Scenario::RepairDeletedService => "deleted Service recreated",
             Scenario::RepairEdits => "edited Deployment and Service reverted",

@@ -67,13 +67,8 @@ impl Harness {
 
     /// Always kubesim: faults only the emulator can inject.
     pub async fn start_emulator_with(controllers: ControllerConfig, faults: FaultConfig) -> Harness {
-        Self::start_emulator(Sim::builder().controllers(controllers).faults(faults)).await
-    }
-
-    /// Always kubesim, configured as `builder` says (e.g. a server without streaming lists).
-    pub async fn start_emulator(builder: kubesim::SimBuilder) -> Harness {
         init_logs();
-        let sim = builder.start().await.expect("start kubesim");
+        let sim = Sim::builder().controllers(controllers).faults(faults).start().await.expect("start kubesim");
         Self::install(Cluster::from_sim(sim)).await
     }
 
