@@ -198,6 +198,17 @@ pub(crate) struct Inner {
     lines: std::sync::Mutex<LineCache>,
 }
 
+/// One line of a JSON watch: `{"type":..,"object":..}` and a newline, `type` first as kube-apiserver writes it
+/// (Go's field order), so a client can decode the object straight into its type instead of buffering it whole
+/// until it knows which event it is (what serde does for an adjacently tagged enum whose content comes first).
+pub fn watch_line(kind: &str, object: &Value) -> Vec<u8> {
+    let mut line = format!("{{\"type\":\"{kind}\",\"object\":").into_bytes();
+    // A Value always serialises.
+    let _ = serde_json::to_writer(&mut line, object);
+    line.extend_from_slice(b"}\n");
+    line
+}
+
 impl Inner {
     /// `{"type":..,"object":..}\n` of a change as watchers of `rt` send it unfiltered.
     fn shared_line(&self, rt: &ResourceType, change: &Change) -> bytes::Bytes {
@@ -211,10 +222,7 @@ impl Inner {
             ChangeKind::Modified => "MODIFIED",
             ChangeKind::Deleted => "DELETED",
         };
-        let mut line =
-            serde_json::to_vec(&json!({"type": kind, "object": present(rt, &change.object)})).unwrap_or_default();
-        line.push(b'\n');
-        let line = bytes::Bytes::from(line);
+        let line = bytes::Bytes::from(watch_line(kind, &present(rt, &change.object)));
         let mut cache = self.lines.lock().unwrap_or_else(|p| p.into_inner());
         if cache.lines.insert(key.clone(), line.clone()).is_none() {
             cache.order.push_back(key);

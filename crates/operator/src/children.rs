@@ -31,6 +31,8 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tracing::warn;
 
+use crate::watched::{SpecFields, WatchedDeployment};
+
 use microservice_core::contract;
 use microservice_core::crd::Microservice;
 use microservice_core::desired::{
@@ -186,11 +188,22 @@ pub struct DeploymentView {
 
 impl DeploymentView {
     pub fn of(d: &Deployment, verdict: Option<Verdict>) -> DeploymentView {
-        let spec = d.spec.as_ref();
-        let pod = spec.and_then(|s| s.template.spec.as_ref());
-        let image =
-            pod.and_then(|p| p.containers.iter().find(|c| c.name == CONTAINER_NAME)).and_then(|c| c.image.clone());
-        let status = d.status.as_ref().map(|s| DeploymentStatus {
+        let spec = d.spec.as_ref().map(SpecFields::of);
+        DeploymentView::of_parts(&d.metadata, spec, d.status.as_ref(), verdict)
+    }
+
+    /// The view of a Deployment as its watch decoded it (see `watched`).
+    pub fn of_watched(d: &WatchedDeployment, verdict: Option<Verdict>) -> DeploymentView {
+        DeploymentView::of_parts(&d.metadata, d.spec_fields(), d.status.as_ref(), verdict)
+    }
+
+    fn of_parts(
+        meta: &ObjectMeta,
+        spec: Option<SpecFields>,
+        status: Option<&DeploymentStatus>,
+        verdict: Option<Verdict>,
+    ) -> DeploymentView {
+        let status = status.map(|s| DeploymentStatus {
             conditions: s.conditions.as_ref().map(|cs| {
                 cs.iter()
                     .filter(|c| c.type_ == "Progressing" && c.reason.as_deref() == Some("ProgressDeadlineExceeded"))
@@ -204,15 +217,16 @@ impl DeploymentView {
             }),
             ..s.clone()
         });
+        let spec = spec.unwrap_or_default();
         DeploymentView {
-            meta: ChildMeta::of(&d.metadata, verdict),
-            generation: d.metadata.generation,
-            generation_annotation: d.metadata.annotations.as_ref().and_then(|a| a.get(GENERATION_ANNOTATION)).cloned(),
-            selector: spec.map(|s| Selector::of(&s.selector)).unwrap_or_default(),
-            replicas: spec.and_then(|s| s.replicas),
-            paused: spec.and_then(|s| s.paused),
-            progress_deadline_seconds: spec.and_then(|s| s.progress_deadline_seconds),
-            image,
+            meta: ChildMeta::of(meta, verdict),
+            generation: meta.generation,
+            generation_annotation: meta.annotations.as_ref().and_then(|a| a.get(GENERATION_ANNOTATION)).cloned(),
+            selector: Selector::of(&spec.selector),
+            replicas: spec.replicas,
+            paused: spec.paused,
+            progress_deadline_seconds: spec.progress_deadline_seconds,
+            image: spec.image,
             status,
         }
     }
@@ -290,8 +304,19 @@ pub trait Child:
     + 'static
 {
     type View: Send + Sync + 'static;
+    /// What the watch decodes: the object, or only what the view and drift need of it (see `watched`).
+    type Watched: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static;
     const KIND: ChildKind;
     fn view(obj: &Self, verdict: Option<Verdict>) -> Self::View;
+    fn view_watched(obj: &Self::Watched, verdict: Option<Verdict>) -> Self::View;
+    /// The watched object as drift judges it: the JSON of the whole object (None if it cannot be had).
+    fn judged_value(obj: &Self::Watched) -> Option<Value>;
     fn view_meta(view: &Self::View) -> &ChildMeta;
     fn view_meta_mut(view: &mut Self::View) -> &mut ChildMeta;
     /// The desired object for `ms` (None when its spec is refused: no verdict then).
@@ -310,9 +335,16 @@ pub fn urgent<K: Child>(view: Option<&K::View>) -> bool {
 
 impl Child for Deployment {
     type View = DeploymentView;
+    type Watched = WatchedDeployment;
     const KIND: ChildKind = ChildKind::Deployment;
     fn view(obj: &Self, verdict: Option<Verdict>) -> DeploymentView {
         DeploymentView::of(obj, verdict)
+    }
+    fn view_watched(obj: &WatchedDeployment, verdict: Option<Verdict>) -> DeploymentView {
+        DeploymentView::of_watched(obj, verdict)
+    }
+    fn judged_value(obj: &WatchedDeployment) -> Option<Value> {
+        obj.judged_value()
     }
     fn view_meta(view: &DeploymentView) -> &ChildMeta {
         &view.meta
@@ -331,9 +363,16 @@ impl Child for Deployment {
 
 impl Child for Service {
     type View = ServiceView;
+    type Watched = Service;
     const KIND: ChildKind = ChildKind::Service;
     fn view(obj: &Self, verdict: Option<Verdict>) -> ServiceView {
         ServiceView { meta: ChildMeta::of(&obj.metadata, verdict) }
+    }
+    fn view_watched(obj: &Self, verdict: Option<Verdict>) -> ServiceView {
+        Self::view(obj, verdict)
+    }
+    fn judged_value(obj: &Self) -> Option<Value> {
+        serde_json::to_value(obj).ok()
     }
     fn view_meta(view: &ServiceView) -> &ChildMeta {
         &view.meta
@@ -349,9 +388,16 @@ impl Child for Service {
 
 impl Child for HorizontalPodAutoscaler {
     type View = HpaView;
+    type Watched = HorizontalPodAutoscaler;
     const KIND: ChildKind = ChildKind::HorizontalPodAutoscaler;
     fn view(obj: &Self, verdict: Option<Verdict>) -> HpaView {
         HpaView { meta: ChildMeta::of(&obj.metadata, verdict) }
+    }
+    fn view_watched(obj: &Self, verdict: Option<Verdict>) -> HpaView {
+        Self::view(obj, verdict)
+    }
+    fn judged_value(obj: &Self) -> Option<Value> {
+        serde_json::to_value(obj).ok()
     }
     fn view_meta(view: &HpaView) -> &ChildMeta {
         &view.meta
@@ -381,7 +427,16 @@ pub fn digest_of<K: Resource>(obj: &K) -> String {
 /// The managed fields of `live` that differ from `desired`, and the extras in the exact parts, exactly as a
 /// reconcile judges them. None if either cannot be serialised.
 pub fn judge<K: Child>(desired: &K, live: &K) -> Option<Verdict> {
-    let (want, have) = (serde_json::to_value(desired).ok()?, serde_json::to_value(live).ok()?);
+    judge_against::<K>(desired, serde_json::to_value(live).ok()?)
+}
+
+/// As [`judge`], for an object as its watch decoded it.
+fn judge_watched<K: Child>(desired: &K, live: &K::Watched) -> Option<Verdict> {
+    judge_against::<K>(desired, K::judged_value(live)?)
+}
+
+fn judge_against<K: Child>(desired: &K, have: Value) -> Option<Verdict> {
+    let want = serde_json::to_value(desired).ok()?;
     Some(judge_values::<K>(&digest_of(desired), &want, &have))
 }
 
@@ -598,7 +653,7 @@ fn microservice_named(microservices: &Store<Microservice>, namespace: &str, name
 fn verdict_for<K: Child>(
     microservices: &Store<Microservice>,
     profile: &PlatformProfile,
-    obj: &K,
+    obj: &K::Watched,
     before: Option<&K::View>,
 ) -> Option<Verdict> {
     let ms = microservice_named(microservices, obj.meta().namespace.as_deref().unwrap_or_default(), &obj.name_any())?;
@@ -608,7 +663,7 @@ fn verdict_for<K: Child>(
         return Some(verdict.clone());
     }
     let desired = K::desired(&ms, profile)?;
-    judge(&desired, obj).map(|verdict| Verdict { basis, ..verdict })
+    judge_watched::<K>(&desired, obj).map(|verdict| Verdict { basis, ..verdict })
 }
 
 /// Where a change of a child sends its Microservice.
@@ -618,7 +673,7 @@ impl<V, F: Fn(&str, &str, Option<&V>) + Send + Sync + 'static> Route<V> for F {}
 /// Watches one child kind into `cache`, judging drift against the Microservices in `microservices`, and calls
 /// `route` with every change (`None` for a deletion) of a name some Microservice has. Runs until aborted.
 pub async fn run<K: Child>(
-    api: Api<K>,
+    api: Api<K::Watched>,
     watch_config: watcher::Config,
     cache: Arc<ChildCache<K::View>>,
     microservices: Store<Microservice>,
@@ -638,14 +693,15 @@ pub async fn run<K: Child>(
             route(namespace, name, view);
         }
     };
-    let judge_one = |obj: &K, before: Option<&K::View>| verdict_for(&microservices, &profile, obj, before);
+    let judge_one =
+        |obj: &K::Watched, before: Option<&K::View>| verdict_for::<K>(&microservices, &profile, obj, before);
     // A view for what a Microservice has or may soon ask about (and what had one already); the rest by name only.
-    let view_of = |obj: &K| -> (String, Option<Arc<K::View>>) {
+    let view_of = |obj: &K::Watched| -> (String, Option<Arc<K::View>>) {
         let namespace = obj.meta().namespace.as_deref().unwrap_or_default();
         let k = key(namespace, &obj.name_any());
         let before = cache.read().views.get(&k).cloned();
         let keep = before.is_some() || ours(namespace, &obj.name_any()) || tied(obj.meta());
-        let view = keep.then(|| Arc::new(K::view(obj, judge_one(obj, before.as_deref()))));
+        let view = keep.then(|| Arc::new(K::view_watched(obj, judge_one(obj, before.as_deref()))));
         (k, view)
     };
     let mut listing: Option<Entries<K::View>> = None;

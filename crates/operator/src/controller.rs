@@ -188,7 +188,7 @@ fn spawn_microservice_cache(
 /// and a same-name object someone else made (a conflict, or a handover) must wake the CR too, so ownerReferences
 /// alone would not do.
 fn spawn_child_cache<K>(
-    api: Api<K>,
+    api: Api<K::Watched>,
     watch_config: watcher::Config,
     microservices: Store<Microservice>,
     profile: PlatformProfile,

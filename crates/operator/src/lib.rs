@@ -19,4 +19,5 @@ pub mod metrics;
 pub mod reconcile;
 pub mod settings;
 pub mod telemetry;
+pub mod watched;
 pub mod written;

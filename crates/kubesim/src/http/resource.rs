@@ -479,9 +479,7 @@ fn event_line(rt: &ResourceRef, ev: WatchEvent, fmt: Output) -> Vec<u8> {
         }
         WatchEvent::Error(s) => ("ERROR", s),
     };
-    let mut line = serde_json::to_vec(&json!({"type": kind, "object": obj})).unwrap_or_default();
-    line.push(b'\n');
-    line
+    crate::cluster::watch_line(kind, &obj)
 }
 
 fn watch(
