@@ -62,18 +62,26 @@ impl Verdict {
     }
 }
 
+/// The prefix of the annotations kube-controller-manager's Deployment controller writes.
+const DEPLOYMENT_CONTROLLER_PREFIX: &str = "deployment.kubernetes.io/";
+
 /// What a watch event's verdict depends on, folded into one number: the Microservice's uid and generation (its
 /// desired objects follow from them and the process's profile) and the child's uid, generation and the metadata the
 /// operator manages (labels, annotations, ownerReferences). The API server moves a Deployment's generation on every
 /// spec change, so an event with the same basis (its status stepping through a rollout) differs from the judged
 /// object only where drift never looks, and keeps its verdict: no desired object is built, nothing serialised.
+/// The Deployment controller's own annotations (the revision it stamps as a rollout starts) are left out: the
+/// desired objects set none of them, and drift reads only the annotations they set.
 /// None for a child without a generation (a Service): it is judged on every event, which is rare for it.
-fn basis(ms: &Microservice, child: &ObjectMeta) -> Option<u64> {
+pub(crate) fn basis(ms: &Microservice, child: &ObjectMeta) -> Option<u64> {
     use std::hash::{Hash, Hasher};
     let generation = child.generation?;
     let mut h = std::collections::hash_map::DefaultHasher::new();
     (ms.metadata.uid.as_deref(), ms.metadata.generation).hash(&mut h);
-    (child.uid.as_deref(), generation, &child.labels, &child.annotations).hash(&mut h);
+    (child.uid.as_deref(), generation, &child.labels).hash(&mut h);
+    for annotation in child.annotations.iter().flatten().filter(|(k, _)| !k.starts_with(DEPLOYMENT_CONTROLLER_PREFIX)) {
+        annotation.hash(&mut h);
+    }
     for r in child.owner_references.iter().flatten() {
         (&r.api_version, &r.kind, &r.name, &r.uid, r.controller, r.block_owner_deletion).hash(&mut h);
     }
@@ -89,7 +97,7 @@ pub struct Owner {
 }
 
 /// What ownership needs of a child's metadata.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ChildMeta {
     pub name: String,
     pub namespace: String,
@@ -172,7 +180,7 @@ impl Selector {
 }
 
 /// A Deployment as status and ownership see it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct DeploymentView {
     pub meta: ChildMeta,
     pub generation: Option<i64>,
@@ -213,10 +221,15 @@ impl DeploymentView {
                         c.last_update_time = None;
                         c
                     })
-                    .collect()
+                    .collect::<Vec<_>>()
             }),
             ..s.clone()
         });
+        // An empty status is no status: the server's answer to a create and the controller's first write (a
+        // condition the view drops) then make the same view.
+        let status = status
+            .map(|s| DeploymentStatus { conditions: s.conditions.filter(|cs| !cs.is_empty()), ..s })
+            .filter(|s| *s != DeploymentStatus::default());
         let spec = spec.unwrap_or_default();
         DeploymentView {
             meta: ChildMeta::of(meta, verdict),
@@ -275,7 +288,7 @@ impl DeploymentView {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ServiceView {
     pub meta: ChildMeta,
 }
@@ -287,7 +300,7 @@ impl ServiceView {
 }
 
 /// A HorizontalPodAutoscaler as ownership sees it (its drift verdict included).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct HpaView {
     pub meta: ChildMeta,
 }
@@ -303,7 +316,7 @@ pub trait Child:
     + Sync
     + 'static
 {
-    type View: Send + Sync + 'static;
+    type View: Clone + PartialEq + Debug + Send + Sync + 'static;
     /// What the watch decodes: the object, or only what the view and drift need of it (see `watched`).
     type Watched: Resource<DynamicType = (), Scope = NamespaceResourceScope>
         + Clone
@@ -485,15 +498,17 @@ impl<V> Entries<V> {
     }
 
     /// An object seen by the watch: as a view, or by name only.
-    fn file(&mut self, key: String, view: Option<Arc<V>>) {
+    /// Files what the watch showed of `key`; returns the view it replaced.
+    fn file(&mut self, key: String, view: Option<Arc<V>>) -> Option<Arc<V>> {
         match view {
             Some(view) => {
                 self.foreign.remove(&key);
-                self.views.insert(key, view);
+                self.views.insert(key, view)
             }
             None => {
-                self.views.remove(&key);
+                let before = self.views.remove(&key);
                 self.foreign.insert(key);
+                before
             }
         }
     }
@@ -666,6 +681,32 @@ fn verdict_for<K: Child>(
     judge_watched::<K>(&desired, obj).map(|verdict| Verdict { basis, ..verdict })
 }
 
+/// The event shows the very version the cache holds: the echo of a write this replica remembered from the server's
+/// answer (`ChildCache::wrote`). The view would come out the same and the reconcile that wrote it saw it already.
+fn echoes_cached<K: Child>(cache: &ChildCache<K::View>, obj: &K::Watched) -> bool {
+    let meta = obj.meta();
+    let version = meta.resource_version.as_deref().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    let k = key(meta.namespace.as_deref().unwrap_or_default(), meta.name.as_deref().unwrap_or_default());
+    let entries = cache.read();
+    entries.views.get(&k).is_some_and(|v| {
+        let m = K::view_meta(v);
+        version != 0 && m.version == version && Some(m.uid.as_str()) == meta.uid.as_deref()
+    })
+}
+
+/// A new version that changed nothing a reconcile reads (the revision annotation the Deployment controller adds, a
+/// condition the view does not keep): a reconcile would decide exactly what the last one did. A verdict's basis is
+/// only what it was judged on, not something a reconcile reads.
+fn same_but_version<K: Child>(after: &K::View, before: &K::View) -> bool {
+    let mut after = after.clone();
+    let (b, a) = (K::view_meta(before), K::view_meta_mut(&mut after));
+    a.version = b.version;
+    if let (Some(a), Some(b)) = (a.verdict.as_mut(), b.verdict.as_ref()) {
+        a.basis = b.basis;
+    }
+    after == *before
+}
+
 /// Where a change of a child sends its Microservice.
 pub trait Route<V>: Fn(&str, &str, Option<&V>) + Send + Sync + 'static {}
 impl<V, F: Fn(&str, &str, Option<&V>) + Send + Sync + 'static> Route<V> for F {}
@@ -727,9 +768,12 @@ pub async fn run<K: Child>(
                 }
             }
             Ok(watcher::Event::Apply(obj)) => {
+                if echoes_cached::<K>(&cache, &obj) {
+                    continue;
+                }
                 let (k, view) = view_of(&obj);
-                cache.write().file(k, view.clone());
-                if let Some(view) = view {
+                let before = cache.write().file(k, view.clone());
+                if let Some(view) = view.filter(|v| before.is_none_or(|b| !same_but_version::<K>(v, &b))) {
                     let m = K::view_meta(&view);
                     route(&m.namespace, &m.name, Some(&view));
                 }
@@ -845,6 +889,9 @@ mod tests {
         // A status step of the rollout: a new resourceVersion, nothing else.
         let status_step = ObjectMeta { resource_version: Some("11".into()), ..child(Some(1)) };
         assert_eq!(basis(&ms, &status_step), judged);
+        let revision = [("deployment.kubernetes.io/revision".to_string(), "1".to_string())].into();
+        let rollout_start = ObjectMeta { annotations: Some(revision), ..child(Some(1)) };
+        assert_eq!(basis(&ms, &rollout_start), judged, "the Deployment controller's revision is not drift's");
 
         let mut moved = vec![
             ("a spec edit", child(Some(2))),

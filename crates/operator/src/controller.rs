@@ -159,13 +159,17 @@ fn spawn_microservice_cache(
             match event {
                 Ok(watcher::Event::Apply(ms) | watcher::Event::InitApply(ms)) => {
                     let key = reconcile::key(&ms);
-                    written.seen(&key, ms.metadata.resource_version.as_deref().unwrap_or(""));
+                    let own_write = written.seen(&key, ms.metadata.resource_version.as_deref().unwrap_or(""));
                     // A (re-)list replaces the counts at its end; a change moves one object.
                     match listing.as_mut() {
                         Some(listed) => listed.push((key, phase(&ms))),
                         None => metrics.observe_phase(&key, phase(&ms)),
                     }
-                    triggers.reconcile(&ms.namespace().unwrap_or_default(), &ms.name_any());
+                    // The echo of this replica's own status write tells the reconciler nothing it did not know;
+                    // a listed object is reconciled regardless (the list may follow a gap in the watch).
+                    if !own_write || listing.is_some() {
+                        triggers.reconcile(&ms.namespace().unwrap_or_default(), &ms.name_any());
+                    }
                 }
                 Ok(watcher::Event::Delete(ms)) => {
                     let key = reconcile::key(&ms);

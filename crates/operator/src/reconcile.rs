@@ -16,7 +16,7 @@ use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 use tracing::{info, instrument};
 
-use crate::children::{Cached, Child, ChildCache, DeploymentView, digest_of, exact, judge, judge_values};
+use crate::children::{Cached, Child, ChildCache, DeploymentView, Verdict, digest_of, exact, judge, judge_values};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::events::{Event, EventType};
@@ -316,12 +316,12 @@ where
                 let created =
                     api.create(&params, &desired).await.map_err(|e| Error::api(format!("create {kind} {name}"), e))?;
                 ctx.metrics.wrote(kind.resource(), "create");
-                Some(remember(cache, &desired, &created))
+                Some(remember(cache, ms, &desired, &created))
             }
             Write::Apply(desired) => {
                 prepare(ctx, &api, name, &desired, kind, fetched.take()).await?;
                 let applied = apply(ctx, &api, name, &desired, kind).await?;
-                Some(remember(cache, &desired, &applied))
+                Some(remember(cache, ms, &desired, &applied))
             }
             Write::RemoveHandover => {
                 let cleaned = remove_handover_annotation(ctx, &api, name, kind).await?;
@@ -358,13 +358,15 @@ where
 }
 
 /// Puts what a write answered into the cache (with its verdict), so a reconcile before the watch shows it neither
-/// creates it again nor judges a stale copy; returns it as cached.
-fn remember<K>(cache: &ChildCache<K::View>, desired: &K, written: &K) -> Arc<K::View>
+/// creates it again nor judges a stale copy; returns it as cached. The verdict carries its basis, so the watch keeps
+/// it through the rollout's status events instead of building the desired object again.
+fn remember<K>(cache: &ChildCache<K::View>, ms: &Microservice, desired: &K, written: &K) -> Arc<K::View>
 where
     K: Child,
     K::View: Clone,
 {
-    let verdict = crate::children::judge(desired, written);
+    let basis = crate::children::basis(ms, written.meta());
+    let verdict = judge(desired, written).map(|v| Verdict { basis, ..v });
     let view = K::view(written, verdict);
     cache.wrote(view.clone(), K::view_meta);
     Arc::new(view)

@@ -68,12 +68,17 @@ impl WrittenStatuses {
         last.at.insert(key.to_string(), now);
     }
 
-    /// The watch showed `version` of the CR: a write up to it is no longer in flight.
-    pub fn seen(&self, key: &str, version: &str) {
+    /// The watch showed `version` of the CR: a write up to it is no longer in flight. True when that version is
+    /// this replica's own write: the server answered it with this resourceVersion, so the object is exactly what
+    /// the writing reconcile saw plus the status it wrote (the write's precondition made sure of that), and
+    /// nothing in it asks for another reconcile.
+    pub fn seen(&self, key: &str, version: &str) -> bool {
         let mut by_object = self.by_object.lock().unwrap_or_else(|p| p.into_inner());
-        if by_object.get(key).is_some_and(|e| e.written_version == version) {
+        let own = by_object.get(key).is_some_and(|e| e.written_version == version);
+        if own {
             by_object.remove(key);
         }
+        own
     }
 
     /// Forgets the write (the CR was deleted, or a write over this memo failed its precondition: someone else
@@ -116,9 +121,10 @@ mod tests {
         assert_eq!(memo.overlay("todo/a", "41"), Some(("42".to_string(), status(Phase::Progressing))));
         assert_eq!(memo.overlay("todo/a", "42"), None, "the cache is as new as the write");
         assert_eq!(memo.overlay("todo/b", "41"), None);
-        memo.seen("todo/a", "41");
+        assert!(!memo.seen("todo/a", "41"), "an older version is not the write");
         assert_eq!(memo.in_flight(), 1, "an older version seen does not end the write");
-        memo.seen("todo/a", "42");
+        assert!(memo.seen("todo/a", "42"), "the version the write answered is its echo");
+        assert!(!memo.seen("todo/a", "42"), "an echo is told once");
         assert_eq!(memo.in_flight(), 0);
         assert!(memo.since_last_write("todo/a").is_some());
         memo.record("todo/c", "7", &status(Phase::Ready));
