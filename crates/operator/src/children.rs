@@ -444,7 +444,7 @@ pub fn judge<K: Child>(desired: &K, live: &K) -> Option<Verdict> {
 }
 
 /// As [`judge`], for an object as its watch decoded it.
-fn judge_watched<K: Child>(desired: &K, live: &K::Watched) -> Option<Verdict> {
+pub fn judge_watched<K: Child>(desired: &K, live: &K::Watched) -> Option<Verdict> {
     judge_against::<K>(desired, K::judged_value(live)?)
 }
 

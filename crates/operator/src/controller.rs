@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::{FutureExt, Stream, StreamExt};
+use futures::{FutureExt, Stream, StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Service;
@@ -30,6 +30,7 @@ use crate::initial_list::{self, InitialList};
 use crate::keylock::KeyLocks;
 use crate::metrics::Metrics;
 use crate::reconcile;
+use crate::watched::{self, WatchedMicroservice};
 use crate::written::WrittenStatuses;
 use microservice_core::crd::{Microservice, Phase};
 use microservice_core::profile::PlatformProfile;
@@ -131,7 +132,7 @@ impl Triggers {
 /// so it runs regardless of leadership. Every change queues a reconcile; a status write of this replica is
 /// forgotten by the memo once the watch shows it.
 fn spawn_microservice_cache(
-    api: Api<Microservice>,
+    api: Api<WatchedMicroservice>,
     config: watcher::Config,
     triggers: Arc<Triggers>,
     written: Arc<WrittenStatuses>,
@@ -139,15 +140,7 @@ fn spawn_microservice_cache(
     metrics: Arc<Metrics>,
 ) -> (Store<Microservice>, JoinHandle<()>) {
     let (reader, writer) = reflector::store();
-    let stream = watcher(api, config)
-        .default_backoff()
-        .modify(|ms: &mut Microservice| {
-            ms.metadata.managed_fields = None;
-            if let Some(annotations) = ms.metadata.annotations.as_mut() {
-                annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
-            }
-        })
-        .reflect(writer);
+    let stream = watcher(api, config).default_backoff().map_ok(watched::microservice_event).reflect(writer);
     health.watch_started();
     // The phase metric (`microservice_objects{phase}`) follows this same watch: it runs on standbys too, so every
     // replica reports the same counts.
@@ -265,7 +258,7 @@ pub async fn run_elected(
         watch_config = watch_config.labels(selector);
     }
     let (microservices, ms_task) = spawn_microservice_cache(
-        ms_api,
+        api::<WatchedMicroservice>(&client, ns),
         watch_config,
         triggers.clone(),
         written.clone(),

@@ -1,6 +1,7 @@
 //! The Microservice operator: the reconcile loop around the pure core (`microservice-core`), with its controller,
 //! leader election, HTTP endpoints, metrics and telemetry, and the `microservice-operator` binary's subcommands.
 
+pub mod answer;
 pub mod backoff;
 pub mod children;
 pub mod cli;

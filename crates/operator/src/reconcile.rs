@@ -16,7 +16,10 @@ use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 use tracing::{info, instrument};
 
-use crate::children::{Cached, Child, ChildCache, DeploymentView, Verdict, digest_of, exact, judge, judge_values};
+use crate::answer::{self, Versioned};
+use crate::children::{
+    Cached, Child, ChildCache, DeploymentView, Verdict, digest_of, exact, judge, judge_values, judge_watched,
+};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::events::{Event, EventType};
@@ -307,20 +310,22 @@ where
         ChildPlan::Writes { writes, deed } => (writes, deed),
     };
     let kind = K::KIND;
-    let api: Api<K> = Api::namespaced(ctx.client.clone(), &ms.namespace().unwrap_or_default());
+    let namespace = ms.namespace().unwrap_or_default();
+    let api: Api<K> = Api::namespaced(ctx.client.clone(), &namespace);
     let applied = writes.iter().any(|w| matches!(w, Write::Apply(_)));
     for write in writes {
         current = match write {
             Write::Create(desired) => {
                 let params = PostParams { field_manager: Some(MANAGER.to_string()), ..PostParams::default() };
-                let created =
-                    api.create(&params, &desired).await.map_err(|e| Error::api(format!("create {kind} {name}"), e))?;
+                let created: K::Watched = answer::create(&ctx.client, &namespace, &params, &desired)
+                    .await
+                    .map_err(|e| Error::api(format!("create {kind} {name}"), e))?;
                 ctx.metrics.wrote(kind.resource(), "create");
                 Some(remember(cache, ms, &desired, &created))
             }
             Write::Apply(desired) => {
                 prepare(ctx, &api, name, &desired, kind, fetched.take()).await?;
-                let applied = apply(ctx, &api, name, &desired, kind).await?;
+                let applied = apply(ctx, &namespace, name, &desired, kind).await?;
                 Some(remember(cache, ms, &desired, &applied))
             }
             Write::RemoveHandover => {
@@ -360,14 +365,14 @@ where
 /// Puts what a write answered into the cache (with its verdict), so a reconcile before the watch shows it neither
 /// creates it again nor judges a stale copy; returns it as cached. The verdict carries its basis, so the watch keeps
 /// it through the rollout's status events instead of building the desired object again.
-fn remember<K>(cache: &ChildCache<K::View>, ms: &Microservice, desired: &K, written: &K) -> Arc<K::View>
+fn remember<K>(cache: &ChildCache<K::View>, ms: &Microservice, desired: &K, written: &K::Watched) -> Arc<K::View>
 where
     K: Child,
     K::View: Clone,
 {
     let basis = crate::children::basis(ms, written.meta());
-    let verdict = judge(desired, written).map(|v| Verdict { basis, ..v });
-    let view = K::view(written, verdict);
+    let verdict = judge_watched(desired, written).map(|v| Verdict { basis, ..v });
+    let view = K::view_watched(written, verdict);
     cache.wrote(view.clone(), K::view_meta);
     Arc::new(view)
 }
@@ -460,10 +465,15 @@ async fn hand_over_replicas<K: Child>(
 
 /// Server-side apply with force: the operator is the rightful owner of the fields it manages (the recommended
 /// mode for controllers); whether it may touch the object at all was decided before.
-async fn apply<K: Child>(ctx: &Context, api: &Api<K>, name: &str, desired: &K, kind: ChildKind) -> Result<K> {
+async fn apply<K: Child>(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+    desired: &K,
+    kind: ChildKind,
+) -> Result<K::Watched> {
     let params = PatchParams::apply(MANAGER).force();
-    let applied = api
-        .patch(name, &params, &Patch::Apply(desired))
+    let applied = answer::patch::<K, _, _>(&ctx.client, namespace, name, &params, &Patch::Apply(desired))
         .await
         .map_err(|e| Error::api(format!("apply {kind} {name}"), e))?;
     ctx.metrics.wrote(kind.resource(), "apply");
@@ -495,12 +505,13 @@ async fn write_status(
         return Ok(due);
     }
     let read_version = ms.metadata.resource_version.as_deref().unwrap_or_default();
-    let api: Api<Microservice> = Api::namespaced(ctx.client.clone(), &ms.namespace().unwrap_or_default());
     // The version read is a precondition: a status computed from an older CR (a stale cache, or a write from a
     // replica that has since been replaced) gets 409 and is recomputed, so observedGeneration never goes back.
     let body = json!({ "metadata": { "resourceVersion": read_version }, "status": status_patch_body(new)? });
     let params = PatchParams { field_manager: Some(MANAGER.to_string()), ..PatchParams::default() };
-    let written = match api.patch_status(&ms.name_any(), &params, &Patch::Merge(&body)).await {
+    let (namespace, name, patch) = (ms.namespace().unwrap_or_default(), ms.name_any(), Patch::Merge(&body));
+    let answer = answer::patch_status::<Microservice, Versioned, _>(&ctx.client, &namespace, &name, &params, &patch);
+    let written = match answer.await {
         Ok(written) => written,
         Err(e) => {
             // Whatever this replica remembered of the CR is no better than the cache now.
@@ -509,7 +520,7 @@ async fn write_status(
         }
     };
     tracing::debug!(phase = ?new.phase, previous = ?previous.phase, summary = ?new.replicas_summary, "status written");
-    ctx.written.record(&key, written.metadata.resource_version.as_deref().unwrap_or_default(), new);
+    ctx.written.record(&key, written.resource_version(), new);
     ctx.metrics.wrote("microservices/status", "patch");
     Ok(StatusWrite::Now)
 }
