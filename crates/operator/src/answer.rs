@@ -41,11 +41,12 @@ where
     client.request(req).await
 }
 
-/// PATCHes `name` (of kind `K`) and decodes the answer as `A`.
+/// PATCHes `name` (of kind `K`), or its `subresource`, and decodes the answer as `A`.
 pub async fn patch<K, A, P>(
     client: &Client,
     namespace: &str,
     name: &str,
+    subresource: Option<&str>,
     params: &PatchParams,
     patch: &Patch<P>,
 ) -> kube::Result<A>
@@ -54,26 +55,12 @@ where
     A: DeserializeOwned,
     P: Serialize + std::fmt::Debug,
 {
-    let req = request::<K>(namespace).patch(name, params, patch).map_err(kube::Error::BuildRequest)?;
-    client.request(req).await
-}
-
-/// PATCHes the status subresource of `name` (of kind `K`) and decodes the answer as `A`.
-pub async fn patch_status<K, A, P>(
-    client: &Client,
-    namespace: &str,
-    name: &str,
-    params: &PatchParams,
-    patch: &Patch<P>,
-) -> kube::Result<A>
-where
-    K: Resource<DynamicType = ()>,
-    A: DeserializeOwned,
-    P: Serialize + std::fmt::Debug,
-{
-    let req =
-        request::<K>(namespace).patch_subresource("status", name, params, patch).map_err(kube::Error::BuildRequest)?;
-    client.request(req).await
+    let request = request::<K>(namespace);
+    let req = match subresource {
+        None => request.patch(name, params, patch),
+        Some(sub) => request.patch_subresource(sub, name, params, patch),
+    };
+    client.request(req.map_err(kube::Error::BuildRequest)?).await
 }
 
 #[cfg(test)]

@@ -110,6 +110,11 @@ pub struct ChildMeta {
     pub verdict: Option<Verdict>,
 }
 
+/// resourceVersion as a number, 0 when the server's is not one (see [`ChildMeta::version`]).
+fn version_of(meta: &ObjectMeta) -> u64 {
+    meta.resource_version.as_deref().and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
 impl ChildMeta {
     fn of(meta: &ObjectMeta, verdict: Option<Verdict>) -> ChildMeta {
         let controller = meta.owner_references.iter().flatten().find(|r| r.controller == Some(true)).map(|r| Owner {
@@ -122,7 +127,7 @@ impl ChildMeta {
             name: meta.name.clone().unwrap_or_default(),
             namespace: meta.namespace.clone().unwrap_or_default(),
             uid: meta.uid.clone().unwrap_or_default(),
-            version: meta.resource_version.as_deref().and_then(|v| v.parse().ok()).unwrap_or(0),
+            version: version_of(meta),
             controller,
             handover: meta.annotations.as_ref().and_then(|a| a.get(HANDOVER_ANNOTATION)).cloned(),
             managed_by_us: meta.labels.as_ref().and_then(|l| l.get(LABEL_MANAGED_BY)).is_some_and(|m| m == MANAGER),
@@ -212,24 +217,26 @@ impl DeploymentView {
         verdict: Option<Verdict>,
     ) -> DeploymentView {
         let status = status.map(|s| DeploymentStatus {
-            conditions: s.conditions.as_ref().map(|cs| {
-                cs.iter()
-                    .filter(|c| c.type_ == "Progressing" && c.reason.as_deref() == Some("ProgressDeadlineExceeded"))
-                    .cloned()
-                    .map(|mut c| {
-                        c.last_transition_time = None;
-                        c.last_update_time = None;
-                        c
-                    })
-                    .collect::<Vec<_>>()
-            }),
+            conditions: s
+                .conditions
+                .as_ref()
+                .map(|cs| {
+                    cs.iter()
+                        .filter(|c| c.type_ == "Progressing" && c.reason.as_deref() == Some("ProgressDeadlineExceeded"))
+                        .cloned()
+                        .map(|mut c| {
+                            c.last_transition_time = None;
+                            c.last_update_time = None;
+                            c
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .filter(|cs| !cs.is_empty()),
             ..s.clone()
         });
         // An empty status is no status: the server's answer to a create and the controller's first write (a
         // condition the view drops) then make the same view.
-        let status = status
-            .map(|s| DeploymentStatus { conditions: s.conditions.filter(|cs| !cs.is_empty()), ..s })
-            .filter(|s| *s != DeploymentStatus::default());
+        let status = status.filter(|s| *s != DeploymentStatus::default());
         let spec = spec.unwrap_or_default();
         DeploymentView {
             meta: ChildMeta::of(meta, verdict),
@@ -685,7 +692,7 @@ fn verdict_for<K: Child>(
 /// answer (`ChildCache::wrote`). The view would come out the same and the reconcile that wrote it saw it already.
 fn echoes_cached<K: Child>(cache: &ChildCache<K::View>, obj: &K::Watched) -> bool {
     let meta = obj.meta();
-    let version = meta.resource_version.as_deref().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    let version = version_of(meta);
     let k = key(meta.namespace.as_deref().unwrap_or_default(), meta.name.as_deref().unwrap_or_default());
     let entries = cache.read();
     entries.views.get(&k).is_some_and(|v| {
@@ -720,9 +727,7 @@ pub async fn run<K: Child>(
     microservices: Store<Microservice>,
     profile: PlatformProfile,
     route: impl Route<K::View>,
-) where
-    K::View: Clone,
-{
+) {
     let kind = K::kind(&());
     let stream = watcher(api, watch_config).default_backoff();
     let mut stream = std::pin::pin!(stream);

@@ -194,7 +194,6 @@ fn spawn_child_cache<K>(
 ) -> (Arc<ChildCache<K::View>>, JoinHandle<()>)
 where
     K: children::Child,
-    K::View: Clone,
 {
     let cache = Arc::new(ChildCache::default());
     let kind = K::kind(&());

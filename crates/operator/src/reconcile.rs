@@ -201,7 +201,6 @@ async fn observe<K>(
 ) -> Result<Option<Arc<K::View>>>
 where
     K: Child,
-    K::View: Clone,
 {
     match cache.get(namespace, name) {
         Cached::View(view) => Ok(Some(view)),
@@ -261,7 +260,6 @@ async fn converge_child<K>(
 ) -> Result<Option<Arc<K::View>>>
 where
     K: Child,
-    K::View: Clone,
 {
     let kind = K::KIND;
     let name = desired.name_any();
@@ -298,7 +296,6 @@ async fn perform<K>(
 ) -> Result<Option<Arc<K::View>>>
 where
     K: Child,
-    K::View: Clone,
 {
     let (writes, deed) = match plan {
         ChildPlan::Blocked(problem) => {
@@ -368,7 +365,6 @@ where
 fn remember<K>(cache: &ChildCache<K::View>, ms: &Microservice, desired: &K, written: &K::Watched) -> Arc<K::View>
 where
     K: Child,
-    K::View: Clone,
 {
     let basis = crate::children::basis(ms, written.meta());
     let verdict = judge_watched(desired, written).map(|v| Verdict { basis, ..v });
@@ -473,7 +469,7 @@ async fn apply<K: Child>(
     kind: ChildKind,
 ) -> Result<K::Watched> {
     let params = PatchParams::apply(MANAGER).force();
-    let applied = answer::patch::<K, _, _>(&ctx.client, namespace, name, &params, &Patch::Apply(desired))
+    let applied = answer::patch::<K, _, _>(&ctx.client, namespace, name, None, &params, &Patch::Apply(desired))
         .await
         .map_err(|e| Error::api(format!("apply {kind} {name}"), e))?;
     ctx.metrics.wrote(kind.resource(), "apply");
@@ -510,7 +506,8 @@ async fn write_status(
     let body = json!({ "metadata": { "resourceVersion": read_version }, "status": status_patch_body(new)? });
     let params = PatchParams { field_manager: Some(MANAGER.to_string()), ..PatchParams::default() };
     let (namespace, name, patch) = (ms.namespace().unwrap_or_default(), ms.name_any(), Patch::Merge(&body));
-    let answer = answer::patch_status::<Microservice, Versioned, _>(&ctx.client, &namespace, &name, &params, &patch);
+    let answer =
+        answer::patch::<Microservice, Versioned, _>(&ctx.client, &namespace, &name, Some("status"), &params, &patch);
     let written = match answer.await {
         Ok(written) => written,
         Err(e) => {
