@@ -230,6 +230,15 @@ pub struct Spacing {
 impl Spacing {
     /// Every change at once.
     pub const NONE: Spacing = Spacing { counts: Duration::ZERO, details: Duration::ZERO };
+
+    /// This spacing stretched so that `in_progress` rollouts together write progress-only changes about `per_second`
+    /// times a second: one rollout keeps its steps, a wave of thousands shares one budget instead of rewriting every
+    /// Microservice's counts while it waits. No tier is stretched beyond `longest`, so a count a user watches is
+    /// never older than that; changes of phase or condition are never held (see [`status_write`]).
+    pub fn shared(self, in_progress: u64, per_second: u32, longest: Duration) -> Spacing {
+        let share = (Duration::from_secs(in_progress) / per_second.max(1)).min(longest);
+        Spacing { counts: self.counts.max(share), details: self.details.max(share) }
+    }
 }
 
 /// Writes a changed status at once, a progress-only change (replica counts and wording) after `spacing`;

@@ -261,6 +261,12 @@ impl Metrics {
         }
     }
 
+    /// How many objects the CR cache shows in `phase`.
+    pub fn in_phase(&self, phase: Phase) -> u64 {
+        let count = self.objects_by_phase.get_or_create(&PhaseLabels { phase: phase_label(Some(phase)) }).get();
+        u64::try_from(count).unwrap_or(0)
+    }
+
     /// The object is gone (deleted, or out of the watched scope).
     pub fn forget_phase(&self, key: &str) {
         let mut phases = self.phases.lock().unwrap_or_else(|p| p.into_inner());

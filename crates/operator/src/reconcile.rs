@@ -24,8 +24,9 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::events::{Event, EventType};
 use crate::metrics::ChildLabels;
+use crate::written::REMEMBER_WRITES;
 use microservice_core::contract::{self, Contract};
-use microservice_core::crd::{AcceptedContract, Microservice, MicroserviceStatus};
+use microservice_core::crd::{AcceptedContract, Microservice, MicroserviceStatus, Phase};
 use microservice_core::desired::{MANAGER, desired_deployment, desired_hpa, desired_service};
 use microservice_core::drift;
 use microservice_core::ownership::{ChildKind, Conflict, handover_cleanup_patch, ownership_upgrade_patch};
@@ -41,6 +42,11 @@ use microservice_core::status::{compute_status, status_events, whole_seconds, wi
 /// `kubectl describe` shows) until another write carries them or 30 s have passed. A change of phase or condition
 /// (Ready above all) is written at once. See docs/design.md, "What a rollout costs".
 pub const SPACING: Spacing = Spacing { counts: Duration::from_secs(5), details: Duration::from_secs(30) };
+
+/// The progress-only status writes a second that all rollouts in progress share (`Spacing::shared`): a wave of
+/// thousands costs the API server this, not a write per Microservice and replica step; while more than 600 are in
+/// progress, each steps at most once a minute (`written::REMEMBER_WRITES`, the longest a write's time is kept).
+pub const PROGRESS_WRITES_PER_SECOND: u32 = 10;
 
 /// `namespace/name`, the key of logs and backoff.
 pub fn key(ms: &Microservice) -> String {
@@ -496,7 +502,8 @@ async fn write_status(
     new: &MicroserviceStatus,
 ) -> Result<StatusWrite> {
     let key = key(ms);
-    let due = status_write(previous, new, ctx.written.since_last_write(&key), SPACING);
+    let spacing = SPACING.shared(ctx.metrics.in_phase(Phase::Progressing), PROGRESS_WRITES_PER_SECOND, REMEMBER_WRITES);
+    let due = status_write(previous, new, ctx.written.since_last_write(&key), spacing);
     if due != StatusWrite::Now {
         return Ok(due);
     }

@@ -43,9 +43,9 @@ impl LastWrites {
     }
 }
 
-/// How long a time of last write is kept: longer than any spacing asked of [`WrittenStatuses::since_last_write`]
-/// (`reconcile::SPACING`).
-const REMEMBER_WRITES: Duration = Duration::from_secs(60);
+/// How long a time of last write is kept: the longest spacing asked of [`WrittenStatuses::since_last_write`]
+/// (`reconcile::SPACING`, shared by many rollouts).
+pub const REMEMBER_WRITES: Duration = Duration::from_secs(60);
 
 impl WrittenStatuses {
     /// The status and resourceVersion this replica wrote, when the cache (at `cached_version`) has not shown it yet.

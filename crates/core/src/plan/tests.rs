@@ -362,3 +362,27 @@ fn a_status_is_written_at_once_unless_unchanged_or_only_progress_within_the_spac
     assert_eq!(status_write(&one, &two, secs(0), Spacing::NONE), StatusWrite::Now);
     assert_eq!(status_write(&one, &one_reworded, secs(0), Spacing::NONE), StatusWrite::Now);
 }
+
+#[test]
+fn many_rollouts_at_once_share_one_budget_of_progress_only_writes() {
+    let spacing = Spacing { counts: Duration::from_secs(5), details: Duration::from_secs(30) };
+    let (minute, secs) = (Duration::from_secs(60), Duration::from_secs);
+    // A few rollouts keep their steps.
+    assert_eq!(spacing.shared(0, 10, minute), spacing);
+    assert_eq!(spacing.shared(50, 10, minute), spacing);
+    // 200 at once at 10 progress writes a second: counts every 20 s, the words still every 30 s.
+    assert_eq!(spacing.shared(200, 10, minute), Spacing { counts: secs(20), details: secs(30) });
+    // 500: every 50 s; 1,000 would be every 100 s, but no count is held longer than the minute.
+    assert_eq!(spacing.shared(500, 10, minute), Spacing { counts: secs(50), details: secs(50) });
+    let wave = spacing.shared(1000, 10, minute);
+    assert_eq!(wave, Spacing { counts: minute, details: minute });
+    // What the stretched spacing holds back is progress only: Ready still goes out at once.
+    let one = status(Phase::Progressing, 1, "RollingOut");
+    let two = status(Phase::Progressing, 2, "RollingOut");
+    let ready = status(Phase::Ready, 3, "RolledOut");
+    assert_eq!(status_write(&one, &two, Some(secs(6)), wave), StatusWrite::Later(secs(54)));
+    assert_eq!(status_write(&one, &two, Some(secs(60)), wave), StatusWrite::Now);
+    assert_eq!(status_write(&two, &ready, Some(secs(1)), wave), StatusWrite::Now);
+    // A budget of zero is read as one a second, not as a division by zero.
+    assert_eq!(spacing.shared(40, 0, minute).counts, secs(40));
+}
