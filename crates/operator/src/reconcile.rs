@@ -44,8 +44,8 @@ use microservice_core::status::{compute_status, status_events, whole_seconds, wi
 pub const SPACING: Spacing = Spacing { counts: Duration::from_secs(5), details: Duration::from_secs(30) };
 
 /// The progress-only status writes a second that all rollouts in progress share (`Spacing::shared`): a wave of
-/// thousands costs the API server this, not a write per Microservice and replica step; while more than 600 are in
-/// progress, each steps at most once a minute (`written::REMEMBER_WRITES`, the longest a write's time is kept).
+/// thousands costs the API server this, not a write per Microservice and replica step; while more than 3,000 are in
+/// progress, each steps every five minutes (`written::REMEMBER_WRITES`, the longest a write's time is kept).
 pub const PROGRESS_WRITES_PER_SECOND: u32 = 10;
 
 /// `namespace/name`, the key of logs and backoff.

@@ -45,7 +45,7 @@ impl LastWrites {
 
 /// How long a time of last write is kept: the longest spacing asked of [`WrittenStatuses::since_last_write`]
 /// (`reconcile::SPACING`, shared by many rollouts).
-pub const REMEMBER_WRITES: Duration = Duration::from_secs(60);
+pub const REMEMBER_WRITES: Duration = Duration::from_secs(300);
 
 impl WrittenStatuses {
     /// The status and resourceVersion this replica wrote, when the cache (at `cached_version`) has not shown it yet.
