@@ -1,4 +1,4 @@
-//! The operator as a child process (this binary re-executed in `operator` mode), and what /proc says about it.
+//! The operator as a child process (the `bench-operator` binary beside this one), and what /proc says about it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -7,6 +7,10 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::error::{BenchError, Result};
+use crate::fixture::NAMESPACE;
+
+/// The operator's binary, built beside `bench` from this crate: it links the operator and nothing of the emulator.
+const OPERATOR_BINARY: &str = "bench-operator";
 
 /// Linux reports utime/stime in USER_HZ ticks, which is 100 on every architecture the kernel exposes to userspace.
 const USER_HZ: f64 = 100.0;
@@ -37,9 +41,17 @@ pub struct OperatorProcess {
 }
 
 impl OperatorProcess {
-    /// Starts `bench operator` against `kubeconfig`; the child rewrites `report` with its reconcile count.
+    /// Starts `bench-operator` against `kubeconfig`; the child rewrites `report` with its reconcile count.
     pub fn spawn(kubeconfig: &Path, resync: Duration, report: PathBuf) -> Result<Self> {
-        let exe = std::env::current_exe().map_err(BenchError::io("cannot find this executable"))?;
+        let bench = std::env::current_exe().map_err(BenchError::io("cannot find this executable"))?;
+        let exe = bench.with_file_name(OPERATOR_BINARY);
+        if !exe.is_file() {
+            return Err(BenchError::Child(format!(
+                "cannot start: {} is missing; build it with `cargo build --release --locked -p microservice-bench` \
+                 (which builds `bench` and `bench-operator` together)",
+                exe.display()
+            )));
+        }
         let _ = std::fs::remove_file(&report);
         // A profiler in front of the operator (e.g. BENCH_OPERATOR_WRAPPER=heaptrack): its figures then include the
         // profiler's own, so they are for finding where time or memory goes, not for the report.
@@ -52,9 +64,10 @@ impl OperatorProcess {
             None => Command::new(exe),
         };
         let child = command
-            .arg("operator")
             .arg("--kubeconfig")
             .arg(kubeconfig)
+            .arg("--namespace")
+            .arg(NAMESPACE)
             .arg("--resync-interval")
             .arg(resync.as_secs().max(1).to_string())
             .arg("--report-file")

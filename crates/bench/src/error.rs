@@ -14,8 +14,6 @@ pub enum BenchError {
     Kube { what: String, source: kube::Error },
     #[error("{what}: {source}")]
     Io { what: String, source: std::io::Error },
-    #[error("cannot read the kubeconfig {path}: {message}")]
-    Kubeconfig { path: String, message: String },
     #[error("timed out after {seconds}s waiting for {what}")]
     Timeout { what: String, seconds: u64 },
     #[error("cannot encode {what}: {source}")]

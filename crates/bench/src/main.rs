@@ -1,6 +1,6 @@
 //! `bench`: measures the Microservice operator against the in-process kubesim emulator (pod readiness delay 0, so
-//! the operator is what is measured) or, with `--backend real`, a real control plane with kwok nodes. The operator runs in a child process (`bench operator`) so its CPU time and
-//! peak RSS are its own. Each scenario prints a table with its targets and writes JSON under `target/bench/`.
+//! the operator is what is measured) or, with `--backend real`, a real control plane with kwok nodes. The operator
+//! runs in a child process (the `bench-operator` binary beside this one) so its CPU time and peak RSS are its own. Each scenario prints a table with its targets and writes JSON under `target/bench/`.
 
 mod child;
 mod commit_order;
@@ -9,31 +9,22 @@ mod error;
 mod fixture;
 mod floor;
 mod observe;
-mod operator_mode;
 mod report;
 mod rollout;
 mod scenarios;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::Parser;
 
 use crate::scenarios::RunArgs;
 
 /// Benchmarks of the Microservice operator against the in-process emulator or a real control plane.
 #[derive(Parser)]
-#[command(name = "bench", about, args_conflicts_with_subcommands = true)]
+#[command(name = "bench", about)]
 struct Cli {
-    #[command(subcommand)]
-    mode: Option<Mode>,
     #[command(flatten)]
     run: RunArgs,
-}
-
-#[derive(Subcommand)]
-enum Mode {
-    /// Run the operator alone against a kubeconfig (the benchmark starts this as its child process).
-    Operator(operator_mode::OperatorArgs),
 }
 
 /// The allocator: glibc's malloc and free were about a quarter of the operator's CPU time converging 1,000
@@ -59,12 +50,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let outcome = runtime.block_on(async move {
-        match cli.mode {
-            Some(Mode::Operator(args)) => operator_mode::run(args).await,
-            None => scenarios::run(cli.run).await,
-        }
-    });
+    let outcome = runtime.block_on(scenarios::run(cli.run));
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -82,7 +68,6 @@ mod tests {
     #[test]
     fn parses_sizes_and_scenarios() {
         let cli = Cli::try_parse_from(["bench", "--n", "100,1000", "--scenario", "converge,drift"]).unwrap();
-        assert!(cli.mode.is_none());
         assert_eq!(cli.run.n, vec![100, 1000]);
         assert_eq!(cli.run.scenario, vec![Scenario::Converge, Scenario::Drift]);
     }
@@ -94,13 +79,5 @@ mod tests {
         let named = Cli::try_parse_from(["bench", "--scenario", "converge,unrelated", "--unrelated", "500"]).unwrap();
         assert!(named.run.wants(Scenario::Unrelated) && !named.run.wants(Scenario::Drift));
         assert_eq!(named.run.unrelated, 500);
-    }
-
-    #[test]
-    fn operator_mode_needs_a_kubeconfig() {
-        assert!(Cli::try_parse_from(["bench", "operator"]).is_err());
-        let cli =
-            Cli::try_parse_from(["bench", "operator", "--kubeconfig", "/tmp/k", "--resync-interval", "20"]).unwrap();
-        assert!(matches!(cli.mode, Some(Mode::Operator(_))));
     }
 }

@@ -1,0 +1,139 @@
+//! `bench-operator`: the operator alone in its own process, so the benchmark reads the operator's CPU time and RSS
+//! from /proc and nothing else's: this binary links neither the emulator nor the benchmark, so its mapped code is
+//! the operator's, as in the shipped image. With `--report-file` it keeps a small JSON file current with its
+//! reconcile count, the signal the restart scenario waits on (the operator has no HTTP endpoint of its own here).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use kube::Client;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use microservice_operator::controller::{self, Config};
+use microservice_operator::metrics::Metrics;
+
+/// Same allocator as the shipped `microservice-operator` binary, so the figures are the shipped operator's.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+/// The Microservice operator alone against a kubeconfig (the benchmark starts this as its child process).
+#[derive(Parser, Debug)]
+#[command(name = "bench-operator", about)]
+struct Args {
+    /// The emulator's or control plane's kubeconfig.
+    #[arg(long)]
+    kubeconfig: PathBuf,
+    /// The namespace to watch.
+    #[arg(long)]
+    namespace: String,
+    /// Seconds between resyncs of every Microservice.
+    #[arg(long, default_value_t = 300)]
+    resync_interval: u64,
+    /// Keep `{"reconciles": N}` current in this file (rewritten every 20 ms).
+    #[arg(long)]
+    report_file: Option<PathBuf>,
+}
+
+/// How often the report file is rewritten: the resolution of the restart scenario's timing.
+const REPORT_EVERY: Duration = Duration::from_millis(20);
+
+#[derive(Debug, thiserror::Error)]
+enum Error {
+    #[error("cannot read the kubeconfig {path}: {message}")]
+    Kubeconfig { path: String, message: String },
+    #[error("cannot build a kube client: {0}")]
+    Client(#[source] kube::Error),
+    #[error("cannot start the tokio runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error")),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+    let outcome = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)
+        .and_then(|runtime| runtime.block_on(run(args)));
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<(), Error> {
+    let path = args.kubeconfig.display().to_string();
+    let unreadable = |message: String| Error::Kubeconfig { path: path.clone(), message };
+    let text = std::fs::read_to_string(&args.kubeconfig).map_err(|e| unreadable(e.to_string()))?;
+    let kubeconfig = Kubeconfig::from_yaml(&text).map_err(|e| unreadable(e.to_string()))?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| unreadable(e.to_string()))?;
+    let client = Client::try_from(config).map_err(Error::Client)?;
+    let metrics = Arc::new(Metrics::new());
+    if let Some(report) = args.report_file.clone() {
+        tokio::spawn(keep_report(report, metrics.clone()));
+    }
+    let config = Config {
+        namespace: Some(args.namespace),
+        resync_interval: Duration::from_secs(args.resync_interval.max(1)),
+        ..Config::default()
+    };
+    // The benchmark ends this process with SIGKILL (an abrupt stop is part of the restart scenario).
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    controller::run(client, config, metrics, shutdown).await;
+    Ok(())
+}
+
+async fn keep_report(report: PathBuf, metrics: Arc<Metrics>) {
+    let tmp = report.with_extension("tmp");
+    let mut written = None;
+    loop {
+        // Only a new count is written: the file costs the operator's CPU figure a write and a rename.
+        let reconciles = metrics.reconciles();
+        if written != Some(reconciles) {
+            let body = format!("{{\"reconciles\": {reconciles}}}\n");
+            // Rename is atomic, so the reader never sees a half-written file.
+            match std::fs::write(&tmp, body).and_then(|()| std::fs::rename(&tmp, &report)) {
+                Ok(()) => written = Some(reconciles),
+                Err(_) => tracing::warn!(path = %report.display(), "cannot write the report file"),
+            }
+        }
+        tokio::time::sleep(REPORT_EVERY).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn needs_a_kubeconfig_and_a_namespace() {
+        assert!(Args::try_parse_from(["bench-operator", "--namespace", "bench"]).is_err());
+        let args = Args::try_parse_from([
+            "bench-operator",
+            "--kubeconfig",
+            "/tmp/k",
+            "--namespace",
+            "bench",
+            "--resync-interval",
+            "20",
+        ])
+        .unwrap();
+        assert_eq!(args.resync_interval, 20);
+        assert_eq!(args.namespace, "bench");
+    }
+}
