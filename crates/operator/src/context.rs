@@ -13,6 +13,7 @@ use crate::children::{ChildCache, DeploymentView, HpaView, ServiceView};
 use crate::events::Publisher;
 use crate::keylock::KeyLocks;
 use crate::metrics::Metrics;
+use crate::queue::WorkQueue;
 use crate::written::WrittenStatuses;
 
 /// Everything a reconcile needs, shared by all of them.
@@ -28,4 +29,6 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     pub written: Arc<WrittenStatuses>,
     pub locks: KeyLocks,
+    /// The Controller's queue; a reconcile marks its key started (see `queue`).
+    pub queue: Arc<WorkQueue>,
 }

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::{FutureExt, Stream, StreamExt, TryStreamExt};
+use futures::{FutureExt, StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Service;
@@ -29,6 +29,7 @@ use crate::health::Health;
 use crate::initial_list::{self, InitialList};
 use crate::keylock::KeyLocks;
 use crate::metrics::Metrics;
+use crate::queue::{self, WorkQueue};
 use crate::reconcile;
 use crate::watched::{self, WatchedMicroservice};
 use crate::written::WrittenStatuses;
@@ -40,6 +41,9 @@ pub use crate::identity::CONTROLLER_NAME;
 
 /// Reconciles running at once in the Ready lane (beside the Controller's own `concurrency`).
 pub const LANE_CONCURRENCY: usize = 8;
+
+/// Keys in kube-runtime's scheduler at once, per Controller worker (see `queue`).
+const QUEUE_IN_FLIGHT_PER_WORKER: usize = 4;
 
 /// What the operator watches and how.
 #[derive(Debug, Clone)]
@@ -72,21 +76,21 @@ impl Default for Config {
     }
 }
 
-type Queue = mpsc::UnboundedSender<ObjectRef<Microservice>>;
+type Lane = mpsc::UnboundedSender<ObjectRef<Microservice>>;
 
-/// Where changes go: the running Controller's trigger queue, and the Ready lane; nowhere while this replica is a
+/// Where changes go: the running Controller's work queue, and the Ready lane; nowhere while this replica is a
 /// standby (its caches stay warm; on taking over, every Microservice is reconciled anyway).
 #[derive(Default)]
 struct Triggers {
-    queue: Mutex<Option<Queue>>,
-    lane: Mutex<Option<Queue>>,
+    queue: Mutex<Option<Arc<WorkQueue>>>,
+    lane: Mutex<Option<Lane>>,
     /// Keys waiting in the lane, so a burst of events for one object queues it once.
     lane_pending: Mutex<HashSet<String>>,
 }
 
 impl Triggers {
     /// Changes go to the running Controller's queue and to its Ready lane from now on.
-    fn open(&self, queue: Queue, lane: Queue) {
+    fn open(&self, queue: Arc<WorkQueue>, lane: Lane) {
         if let Ok(mut slot) = self.queue.lock() {
             *slot = Some(queue);
         }
@@ -97,16 +101,17 @@ impl Triggers {
 
     /// The Controller stopped: changes go nowhere until it runs again.
     fn close(&self) {
-        for slot in [&self.queue, &self.lane] {
-            if let Ok(mut slot) = slot.lock() {
-                *slot = None;
-            }
+        if let Ok(mut slot) = self.queue.lock() {
+            *slot = None;
+        }
+        if let Ok(mut slot) = self.lane.lock() {
+            *slot = None;
         }
     }
 
     fn reconcile(&self, namespace: &str, name: &str) {
         if let Some(queue) = self.queue.lock().ok().as_ref().and_then(|q| q.as_ref()) {
-            let _ = queue.send(ObjectRef::new(name).within(namespace));
+            queue.add(namespace, name);
         }
     }
 
@@ -307,6 +312,7 @@ pub async fn run_elected(
         // The memo the CR cache task clears is the one reconciles fill.
         written,
         locks: KeyLocks::default(),
+        queue: Arc::new(WorkQueue::new(usize::from(config.concurrency) * QUEUE_IN_FLIGHT_PER_WORKER)),
     });
     lead(&config, context, triggers, leader, shutdown).await
 }
@@ -372,7 +378,7 @@ async fn lead(
     mut leader: watch::Receiver<bool>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Stopped {
-    let (queue, requests) = mpsc::unbounded_channel();
+    let queue = context.queue.clone();
     let (lane, lane_requests) = mpsc::unbounded_channel();
     triggers.open(queue.clone(), lane);
     let lost = Arc::new(AtomicBool::new(false));
@@ -386,13 +392,12 @@ async fn lead(
         }
     };
     let microservices = context.microservices.clone();
-    let lane_task = tokio::spawn(run_lane(lane_requests, context.clone(), triggers.clone(), queue.clone()));
-    let _lane = AbortOnDrop(vec![lane_task]);
+    let lane_task = tokio::spawn(run_lane(lane_requests, context.clone(), triggers.clone()));
+    let resync_task = tokio::spawn(resync(config.resync_interval, context.clone()));
+    let _tasks = AbortOnDrop(vec![lane_task, resync_task]);
     // Every Microservice once, as a Controller's initial list would.
-    for ms in microservices.state() {
-        let _ = queue.send(ObjectRef::from_obj(&*ms));
-    }
-    run_controller(config, context, microservices, requests, stop).await;
+    queue_all(&context);
+    run_controller(config, context, microservices, stop).await;
     triggers.close();
     if lost.load(Ordering::Acquire) { Stopped::LostLeadership } else { Stopped::Shutdown }
 }
@@ -406,22 +411,19 @@ async fn run_lane(
     requests: mpsc::UnboundedReceiver<ObjectRef<Microservice>>,
     ctx: Arc<Context>,
     triggers: Arc<Triggers>,
-    queue: Queue,
 ) {
     let mut requests = requests;
     let requests = futures::stream::poll_fn(move |cx| requests.poll_recv(cx));
     requests
         .for_each_concurrent(LANE_CONCURRENCY, |object| {
-            let (ctx, triggers, queue) = (ctx.clone(), triggers.clone(), queue.clone());
+            let (ctx, triggers) = (ctx.clone(), triggers.clone());
             async move {
                 let namespace = object.namespace.clone().unwrap_or_default();
                 triggers.taken(&namespace, &object.name);
                 let Some(ms) = ctx.microservices.get(&object) else { return };
-                match reconcile::reconcile(ms, ctx).await {
+                match reconcile::reconcile(ms, ctx.clone()).await {
                     Ok(action) if action == Action::await_change() => {}
-                    _ => {
-                        let _ = queue.send(object);
-                    }
+                    _ => ctx.queue.add(&namespace, &object.name),
                 }
             }
         })
@@ -432,10 +434,9 @@ async fn run_controller(
     config: &Config,
     context: Arc<Context>,
     microservices: Store<Microservice>,
-    mut requests: mpsc::UnboundedReceiver<ObjectRef<Microservice>>,
     stop: impl Future<Output = ()> + Send + 'static,
 ) {
-    let child_requests = futures::stream::poll_fn(move |cx| requests.poll_recv(cx));
+    let queue = context.queue.clone();
     info!(
         namespace = config.namespace.as_deref().unwrap_or("<all>"),
         selector = config.selector.as_deref().unwrap_or(""),
@@ -443,31 +444,26 @@ async fn run_controller(
         concurrency = config.concurrency,
         "starting the Microservice controller"
     );
-    // The Microservice cache is driven by its own task; its changes arrive with the children's as requests.
-    let controller = Controller::for_stream(futures::stream::pending(), microservices.clone());
-    let known = microservices;
-    let memo = context.clone();
-    let resync = tokio_stream_interval(config.resync_interval).map(move |()| {
-        memo.written.retain(|key| {
-            key.split_once('/').is_some_and(|(ns, name)| known.get(&ObjectRef::new(name).within(ns)).is_some())
-        });
-    });
+    // The Microservice cache is driven by its own task; its changes arrive with the children's through the queue.
+    let controller = Controller::for_stream(futures::stream::pending(), microservices);
     controller
         .with_config(controller::Config::default().concurrency(config.concurrency))
-        .reconcile_on(child_requests)
-        .reconcile_all_on(resync)
+        .reconcile_on(queue.clone().stream())
         // Shared makes it Sync, as graceful_shutdown_on requires.
         .graceful_shutdown_on(stop.boxed().shared())
         .run(reconcile::reconcile, error_policy, context)
-        .for_each(|outcome| async move {
-            if let Err(err) = outcome {
-                match err {
-                    // Expected while a CR is deleted between being queued and reconciled, and for children
-                    // without a Microservice of their name.
-                    controller::Error::ObjectNotFound(_) => {}
-                    // error_policy already logged it, with the object and the retry.
-                    controller::Error::ReconcilerFailed(..) => {}
-                    other => warn!(error = %other, "controller error"),
+        .for_each(|outcome| {
+            let queue = queue.clone();
+            async move {
+                if let Err(err) = outcome {
+                    match err {
+                        // Expected while a CR is deleted between being queued and reconciled, and for children
+                        // without a Microservice of their name. No reconcile starts, so the queue is told here.
+                        controller::Error::ObjectNotFound(object) => queue.started(&queue::key_of(&object)),
+                        // error_policy already logged it, with the object and the retry.
+                        controller::Error::ReconcilerFailed(..) => {}
+                        other => warn!(error = %other, "controller error"),
+                    }
                 }
             }
         })
@@ -486,12 +482,24 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// A tick every `period`, starting one period from now (the initial list already reconciles everything).
-fn tokio_stream_interval(period: Duration) -> impl Stream<Item = ()> + Send + 'static {
-    futures::stream::unfold((), move |()| async move {
+/// Every cached Microservice into the work queue (each once, however many changes are queued already).
+fn queue_all(ctx: &Context) {
+    for ms in ctx.microservices.state() {
+        ctx.queue.add(&ms.namespace().unwrap_or_default(), &ms.name_any());
+    }
+}
+
+/// The safety-net resync: every `period` (the first one period from now, as the initial list already queued
+/// everything), every Microservice through the work queue, and the status memo trimmed to the objects that exist.
+async fn resync(period: Duration, ctx: Arc<Context>) {
+    loop {
         tokio::time::sleep(period).await;
-        Some(((), ()))
-    })
+        let known = &ctx.microservices;
+        ctx.written.retain(|key| {
+            key.split_once('/').is_some_and(|(ns, name)| known.get(&ObjectRef::new(name).within(ns)).is_some())
+        });
+        queue_all(&ctx);
+    }
 }
 
 /// Temporary errors retry with this object's backoff; permanent ones were already recorded in status by the

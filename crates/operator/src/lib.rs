@@ -17,6 +17,7 @@ pub mod initial_list;
 pub mod keylock;
 pub mod leader;
 pub mod metrics;
+pub mod queue;
 pub mod reconcile;
 pub mod settings;
 pub mod telemetry;

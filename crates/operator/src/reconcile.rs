@@ -56,6 +56,8 @@ pub fn key(ms: &Microservice) -> String {
 #[instrument(skip_all, fields(object = %key(&ms), generation = ms.metadata.generation.unwrap_or_default()))]
 pub async fn reconcile(ms: Arc<Microservice>, ctx: Arc<Context>) -> Result<Action> {
     let key = key(&ms);
+    // Before the lock: a change from now on may need a reconcile after this one.
+    ctx.queue.started(&key);
     // One reconcile of an object at a time, whether the Controller or the Ready lane runs it.
     let _held = ctx.locks.lock(&key).await;
     // The CR as cached now, not as it was when this reconcile was queued: a reconcile that held the lock meanwhile
