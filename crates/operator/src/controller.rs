@@ -405,8 +405,7 @@ async fn lead(
 /// The Ready lane: reconciles of Microservices whose Deployment just completed its rollout, or whose child was
 /// deleted or edited by someone (`children::urgent`), run at once beside the Controller's workers instead of behind
 /// everything the Controller has queued (at start-up, N first reconciles; at a resync, all N).
-/// The same reconcile, under the same per-object lock; a reconcile that fails or asks to run again goes to the
-/// Controller, whose error policy and requeues apply.
+/// The same reconcile, under the same per-object lock; a reconcile that fails goes to the Controller's queue.
 async fn run_lane(
     requests: mpsc::UnboundedReceiver<ObjectRef<Microservice>>,
     ctx: Arc<Context>,
@@ -421,9 +420,9 @@ async fn run_lane(
                 let namespace = object.namespace.clone().unwrap_or_default();
                 triggers.taken(&namespace, &object.name);
                 let Some(ms) = ctx.microservices.get(&object) else { return };
-                match reconcile::reconcile(ms, ctx.clone()).await {
-                    Ok(action) if action == Action::await_change() => {}
-                    _ => ctx.queue.add(&namespace, &object.name),
+                // A later step it asks for is in the work queue already (`reconcile`); a failure is retried there.
+                if reconcile::reconcile(ms, ctx.clone()).await.is_err() {
+                    ctx.queue.add(&namespace, &object.name);
                 }
             }
         })

@@ -5,18 +5,25 @@
 //! workqueue does.
 //!
 //! A key handed over stays `released` until a reconcile of it starts: a change meanwhile is not queued again, since
-//! the reconcile reads the caches when it starts and so sees it. The scheduler never holds more than
-//! [`WorkQueue::in_flight`] keys, so none of its requests is merged with another and every released key is started
-//! or reported missing ([`WorkQueue::started`] either way).
+//! the reconcile reads the caches when it starts and so sees it. The scheduler never holds more than `in_flight`
+//! keys, so none of its requests is merged with another and every released key is started or reported missing
+//! ([`WorkQueue::started`] either way).
+//!
+//! A reconcile that asks to run again later (a held-back status step) waits here too ([`WorkQueue::add_after`]),
+//! not as a requeue in the scheduler: while thousands of rollouts share the progress budget, nearly every one of
+//! them waits so. Any reconcile of the object before then decides again, so a start forgets the wait.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::pin::Pin;
 use std::sync::Mutex;
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use futures::Stream;
 use kube::runtime::reflector::ObjectRef;
 use microservice_core::crd::Microservice;
+use std::future::Future;
+use tokio::time::{Instant, Sleep};
 
 /// Keys waiting and keys in the scheduler, by `namespace/name`.
 #[derive(Debug)]
@@ -30,7 +37,49 @@ struct State {
     order: VecDeque<String>,
     waiting: HashSet<String>,
     released: HashSet<String>,
+    /// Keys due later, by when; `delayed` holds each key's one entry in `due`.
+    due: BTreeSet<(Instant, String)>,
+    delayed: HashMap<String, Instant>,
     waker: Option<Waker>,
+}
+
+impl State {
+    /// Queues `key` now unless it is queued or in the scheduler already.
+    fn enqueue(&mut self, key: String) -> bool {
+        self.forget_delay(&key);
+        if self.released.contains(&key) || self.waiting.contains(&key) {
+            return false;
+        }
+        self.waiting.insert(key.clone());
+        self.order.push_back(key);
+        true
+    }
+
+    fn forget_delay(&mut self, key: &str) {
+        if let Some(at) = self.delayed.remove(key) {
+            self.due.remove(&(at, key.to_string()));
+        }
+    }
+
+    /// Moves the keys whose time has come to the queue; returns when the next one is due.
+    fn promote(&mut self, now: Instant) -> Option<Instant> {
+        while let Some((at, _)) = self.due.first() {
+            if *at > now {
+                return Some(*at);
+            }
+            if let Some((_, key)) = self.due.pop_first() {
+                self.delayed.remove(&key);
+                self.enqueue(key);
+            }
+        }
+        None
+    }
+
+    fn wake(&mut self) {
+        if let Some(waker) = self.waker.take() {
+            waker.wake();
+        }
+    }
 }
 
 impl WorkQueue {
@@ -46,27 +95,44 @@ impl WorkQueue {
 
     /// Queues a reconcile of `namespace/name` unless one is queued already and has not started.
     pub fn add(&self, namespace: &str, name: &str) {
+        let mut state = self.lock();
+        if state.enqueue(format!("{namespace}/{name}")) {
+            state.wake();
+        }
+    }
+
+    /// Queues a reconcile of `namespace/name` after `delay`, unless one is queued already or due sooner.
+    pub fn add_after(&self, namespace: &str, name: &str, delay: Duration) {
         let key = format!("{namespace}/{name}");
+        let at = Instant::now() + delay;
         let mut state = self.lock();
         if state.released.contains(&key) || state.waiting.contains(&key) {
             return;
         }
-        state.waiting.insert(key.clone());
-        state.order.push_back(key);
-        if let Some(waker) = state.waker.take() {
-            waker.wake();
+        match state.delayed.get(&key) {
+            Some(sooner) if *sooner <= at => return,
+            Some(_) => state.forget_delay(&key),
+            None => {}
         }
+        state.delayed.insert(key.clone(), at);
+        state.due.insert((at, key));
+        // The stream may be sleeping until a later time.
+        state.wake();
     }
 
     /// A reconcile of `key` started, or the Controller found no such object: the key leaves the scheduler's count,
-    /// and a change from now on queues it again.
+    /// a wait for it is forgotten (the reconcile decides again), and a change from now on queues it again.
     pub fn started(&self, key: &str) {
         let mut state = self.lock();
-        if state.released.remove(key)
-            && let Some(waker) = state.waker.take()
-        {
-            waker.wake();
+        state.forget_delay(key);
+        if state.released.remove(key) {
+            state.wake();
         }
+    }
+
+    /// Keys waiting for a later time.
+    pub fn delayed(&self) -> usize {
+        self.lock().delayed.len()
     }
 
     /// Keys waiting (not yet handed to the scheduler).
@@ -74,9 +140,10 @@ impl WorkQueue {
         self.lock().order.len()
     }
 
-    /// The next key for the scheduler, if it has room for one.
-    fn poll_release(&self, cx: &mut Context<'_>) -> Poll<Option<ObjectRef<Microservice>>> {
+    /// The next key for the scheduler, if it has room for one; otherwise when the next delayed key is due.
+    fn poll_release(&self, cx: &mut Context<'_>) -> Result<ObjectRef<Microservice>, Option<Instant>> {
         let mut state = self.lock();
+        let next_due = state.promote(Instant::now());
         if state.released.len() < self.in_flight
             && let Some(key) = state.order.pop_front()
         {
@@ -86,25 +153,48 @@ impl WorkQueue {
                 None => ObjectRef::new(&key),
             };
             state.released.insert(key);
-            return Poll::Ready(Some(object));
+            return Ok(object);
         }
         state.waker = Some(cx.waker().clone());
-        Poll::Pending
+        Err(next_due)
     }
 
     /// What the Controller reads its requests from; it never ends.
     pub fn stream(self: std::sync::Arc<Self>) -> impl Stream<Item = ObjectRef<Microservice>> + Send + 'static {
-        Released(self)
+        Released { queue: self, timer: Box::pin(tokio::time::sleep(Duration::ZERO)), armed: None }
     }
 }
 
-struct Released(std::sync::Arc<WorkQueue>);
+struct Released {
+    queue: std::sync::Arc<WorkQueue>,
+    timer: Pin<Box<Sleep>>,
+    /// The time the timer is set to, while a delayed key is due.
+    armed: Option<Instant>,
+}
 
 impl Stream for Released {
     type Item = ObjectRef<Microservice>;
 
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.0.poll_release(cx)
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        loop {
+            let next_due = match self.queue.poll_release(cx) {
+                Ok(object) => return Poll::Ready(Some(object)),
+                Err(next_due) => next_due,
+            };
+            let Some(at) = next_due else {
+                self.armed = None;
+                return Poll::Pending;
+            };
+            if self.armed != Some(at) {
+                self.timer.as_mut().reset(at);
+                self.armed = Some(at);
+            }
+            match self.timer.as_mut().poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                // Due now: promote it on the next turn.
+                Poll::Ready(()) => self.armed = None,
+            }
+        }
     }
 }
 
@@ -122,10 +212,7 @@ mod tests {
 
     fn next(queue: &Arc<WorkQueue>) -> Option<String> {
         let mut cx = Context::from_waker(noop_waker_ref());
-        match queue.poll_release(&mut cx) {
-            Poll::Ready(Some(object)) => Some(key_of(&object)),
-            _ => None,
-        }
+        queue.poll_release(&mut cx).ok().map(|object| key_of(&object))
     }
 
     #[test]
@@ -193,5 +280,39 @@ mod tests {
         queue.started("ns/a");
         let (first, second) = reader.await.expect("the reader ends after two keys");
         assert_eq!((first.as_deref(), second.as_deref()), (Some("ns/a"), Some("ns/b")));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_delayed_key_is_released_when_its_time_comes() {
+        let queue = Arc::new(WorkQueue::new(4));
+        let mut stream = queue.clone().stream();
+        queue.add_after("ns", "later", Duration::from_secs(5));
+        queue.add_after("ns", "sooner", Duration::from_secs(1));
+        let started = Instant::now();
+        let first = stream.next().await.map(|o| key_of(&o));
+        assert_eq!(first.as_deref(), Some("ns/sooner"));
+        assert_eq!(started.elapsed(), Duration::from_secs(1));
+        let second = stream.next().await.map(|o| key_of(&o));
+        assert_eq!(second.as_deref(), Some("ns/later"));
+        assert_eq!(started.elapsed(), Duration::from_secs(5));
+        assert_eq!(queue.delayed(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_sooner_reason_wins_and_a_reconcile_forgets_the_wait() {
+        let queue = Arc::new(WorkQueue::new(4));
+        queue.add_after("ns", "a", Duration::from_secs(30));
+        queue.add_after("ns", "a", Duration::from_secs(60));
+        queue.add_after("ns", "a", Duration::from_secs(2));
+        assert_eq!(queue.delayed(), 1, "one wait per key, the soonest");
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert_eq!(next(&queue).as_deref(), Some("ns/a"));
+
+        queue.add_after("ns", "b", Duration::from_secs(10));
+        queue.started("ns/b");
+        assert_eq!(queue.delayed(), 0, "the reconcile that started decides again whether to wait");
+        queue.add_after("ns", "c", Duration::from_secs(10));
+        queue.add("ns", "c");
+        assert_eq!((queue.delayed(), queue.waiting()), (0, 1), "a change queues it now, once");
     }
 }

@@ -131,10 +131,11 @@ async fn converge(ms: &Microservice, ctx: &Context) -> Result<Action> {
         }
         emit_status_events(ms, ctx, &previous, &new).await;
     }
-    Ok(match written {
-        StatusWrite::Later(after) => Action::requeue(after),
-        StatusWrite::Now | StatusWrite::Skip => Action::await_change(),
-    })
+    if let StatusWrite::Later(after) = written {
+        // In the work queue, not the scheduler: see `queue`.
+        ctx.queue.add_after(&ms.namespace().unwrap_or_default(), &ms.name_any(), after);
+    }
+    Ok(Action::await_change())
 }
 
 /// Converges the children to the last accepted generation's contract (while the current one is refused).
