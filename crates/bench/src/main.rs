@@ -1,6 +1,7 @@
 //! `bench`: measures the Microservice operator against the in-process kubesim emulator (pod readiness delay 0, so
 //! the operator is what is measured) or, with `--backend real`, a real control plane with kwok nodes. The operator
-//! runs in a child process (the `bench-operator` binary beside this one) so its CPU time and peak RSS are its own. Each scenario prints a table with its targets and writes JSON under `target/bench/`.
+//! runs in a child process (the `bench-operator` binary beside this one) so its CPU time and peak RSS are its own.
+//! Each scenario prints a table with its targets and writes JSON under `target/bench/`.
 
 mod child;
 mod commit_order;
@@ -16,6 +17,7 @@ mod scenarios;
 use std::process::ExitCode;
 
 use clap::Parser;
+use microservice_operator::cli::block_on;
 
 use crate::scenarios::RunArgs;
 
@@ -43,21 +45,15 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .try_init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the tokio runtime: {e}");
-            return ExitCode::FAILURE;
+    block_on(async {
+        match scenarios::run(cli.run).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
         }
-    };
-    let outcome = runtime.block_on(scenarios::run(cli.run));
-    match outcome {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    })
 }
 
 #[cfg(test)]

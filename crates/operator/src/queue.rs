@@ -96,14 +96,14 @@ impl WorkQueue {
     /// Queues a reconcile of `namespace/name` unless one is queued already and has not started.
     pub fn add(&self, namespace: &str, name: &str) {
         let mut state = self.lock();
-        if state.enqueue(format!("{namespace}/{name}")) {
+        if state.enqueue(key(namespace, name)) {
             state.wake();
         }
     }
 
     /// Queues a reconcile of `namespace/name` after `delay`, unless one is queued already or due sooner.
     pub fn add_after(&self, namespace: &str, name: &str, delay: Duration) {
-        let key = format!("{namespace}/{name}");
+        let key = key(namespace, name);
         let at = Instant::now() + delay;
         let mut state = self.lock();
         if state.released.contains(&key) || state.waiting.contains(&key) {
@@ -198,9 +198,14 @@ impl Stream for Released {
     }
 }
 
-/// `namespace/name` of a reference, the queue's key.
+/// `namespace/name`, the queue's key (and `reconcile::key`'s format).
+fn key(namespace: &str, name: &str) -> String {
+    format!("{namespace}/{name}")
+}
+
+/// The queue's key of a reference.
 pub fn key_of<K: kube::runtime::reflector::Lookup + ?Sized>(object: &ObjectRef<K>) -> String {
-    format!("{}/{}", object.namespace.as_deref().unwrap_or_default(), object.name)
+    key(object.namespace.as_deref().unwrap_or_default(), &object.name)
 }
 
 #[cfg(test)]

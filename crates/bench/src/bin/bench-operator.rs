@@ -11,6 +11,7 @@ use std::time::Duration;
 use clap::Parser;
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use microservice_operator::cli::block_on;
 use microservice_operator::controller::{self, Config};
 use microservice_operator::metrics::Metrics;
 
@@ -45,8 +46,6 @@ enum Error {
     Kubeconfig { path: String, message: String },
     #[error("cannot build a kube client: {0}")]
     Client(#[source] kube::Error),
-    #[error("cannot start the tokio runtime: {0}")]
-    Runtime(#[source] std::io::Error),
 }
 
 fn main() -> ExitCode {
@@ -58,18 +57,15 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .try_init();
-    let outcome = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(Error::Runtime)
-        .and_then(|runtime| runtime.block_on(run(args)));
-    match outcome {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
+    block_on(async {
+        match run(args).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
         }
-    }
+    })
 }
 
 async fn run(args: Args) -> Result<(), Error> {
