@@ -14,15 +14,15 @@
 //! them waits so. Any reconcile of the object before then decides again, so a start forgets the wait.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::future::Future;
 use std::pin::Pin;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use futures::Stream;
 use kube::runtime::reflector::ObjectRef;
 use microservice_core::crd::Microservice;
-use std::future::Future;
 use tokio::time::{Instant, Sleep};
 
 /// Keys waiting and keys in the scheduler, by `namespace/name`.
@@ -160,13 +160,13 @@ impl WorkQueue {
     }
 
     /// What the Controller reads its requests from; it never ends.
-    pub fn stream(self: std::sync::Arc<Self>) -> impl Stream<Item = ObjectRef<Microservice>> + Send + 'static {
+    pub fn stream(self: Arc<Self>) -> impl Stream<Item = ObjectRef<Microservice>> + Send + 'static {
         Released { queue: self, timer: Box::pin(tokio::time::sleep(Duration::ZERO)), armed: None }
     }
 }
 
 struct Released {
-    queue: std::sync::Arc<WorkQueue>,
+    queue: Arc<WorkQueue>,
     timer: Pin<Box<Sleep>>,
     /// The time the timer is set to, while a delayed key is due.
     armed: Option<Instant>,
@@ -213,7 +213,6 @@ mod tests {
     use super::*;
     use futures::StreamExt;
     use futures::task::noop_waker_ref;
-    use std::sync::Arc;
 
     fn next(queue: &Arc<WorkQueue>) -> Option<String> {
         let mut cx = Context::from_waker(noop_waker_ref());
