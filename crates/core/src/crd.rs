@@ -6,6 +6,8 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::shared_text::SharedText;
+
 /// The distribution grammar of a reference that ends in a tag and/or a sha256/sha512 digest: the last of the
 /// CRD's rules on `spec.image` ([`image_rules`]), reached only by what the earlier, more specific rules let pass.
 pub const IMAGE_PATTERN: &str = concat!(
@@ -211,11 +213,15 @@ pub struct Condition {
     /// When status last changed.
     pub last_transition_time: Time,
     /// CamelCase, machine-readable cause.
-    #[schemars(regex(pattern = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"), length(min = 1, max = 1024))]
-    pub reason: String,
+    #[schemars(
+        with = "String",
+        regex(pattern = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"),
+        length(min = 1, max = 1024)
+    )]
+    pub reason: SharedText,
     /// Human-readable detail: what happened and what to do.
-    #[schemars(length(max = 32768))]
-    pub message: String,
+    #[schemars(with = "String", length(max = 32768))]
+    pub message: SharedText,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]

@@ -13,5 +13,6 @@ pub mod ownership;
 pub mod plan;
 pub mod profile;
 pub mod reason;
+pub mod shared_text;
 pub mod status;
 pub mod wording;

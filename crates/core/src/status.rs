@@ -276,8 +276,8 @@ pub fn transition(
         status,
         observed_generation: generation,
         last_transition_time: unchanged.map_or_else(|| whole_seconds(now), |c| c.last_transition_time.clone()),
-        reason: reason.as_str().to_string(),
-        message,
+        reason: reason.as_str().into(),
+        message: message.into(),
     }
 }
 
@@ -327,13 +327,13 @@ pub fn status_events(previous: Option<&MicroserviceStatus>, next: &MicroserviceS
     let mut events = Vec::new();
     use ConditionStatus::{False, True};
     if let Some(c) = entered(ConditionType::Accepted, False) {
-        events.push(StatusEvent { warning: true, reason: Reason::InvalidSpec, note: c.message.clone() });
+        events.push(StatusEvent { warning: true, reason: Reason::InvalidSpec, note: c.message.to_string() });
     }
     // Accepted is news only when it ends a refusal, not on every new generation, nor on the first verdict (the
     // Accepted condition says so, and the Created Event that follows tells what was done with it).
     let was_refused = previous.and_then(|p| p.condition(ConditionType::Accepted)).is_some_and(|c| c.status == False);
     if was_refused && let Some(c) = entered(ConditionType::Accepted, True) {
-        events.push(StatusEvent { warning: false, reason: Reason::Accepted, note: c.message.clone() });
+        events.push(StatusEvent { warning: false, reason: Reason::Accepted, note: c.message.to_string() });
     }
     if let Some(c) = entered(ConditionType::Degraded, True) {
         let reason = match c.reason.parse() {
@@ -341,7 +341,7 @@ pub fn status_events(previous: Option<&MicroserviceStatus>, next: &MicroserviceS
             Ok(Reason::DeploymentPaused) => Reason::RolloutPaused,
             _ => Reason::ResourceConflict,
         };
-        events.push(StatusEvent { warning: true, reason, note: c.message.clone() });
+        events.push(StatusEvent { warning: true, reason, note: c.message.to_string() });
     }
     // A completed rollout is told by the Ready condition itself (reason RolloutComplete, the generation and image
     // in its message, the moment in lastTransitionTime), which `kubectl describe` and `kubectl get` show: an Event

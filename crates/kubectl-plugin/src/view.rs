@@ -80,8 +80,8 @@ pub fn verdict(ms: &Microservice) -> Verdict {
         is(ConditionType::Accepted, ConditionStatus::False).or(is(ConditionType::Degraded, ConditionStatus::True));
     if let Some(c) = failed {
         return Verdict::Failed {
-            reason: c.reason.clone(),
-            message: c.message.clone(),
+            reason: c.reason.to_string(),
+            message: c.message.to_string(),
             next_step: next_step(&c.reason, namespace, name),
         };
     }
@@ -116,7 +116,7 @@ impl ServiceView {
             Verdict::Ready => (true, None, None),
             Verdict::Failed { reason, message, .. } => (false, Some(reason), Some(message)),
             Verdict::Waiting(text) => match current(ms, ConditionType::Ready) {
-                Some(c) => (false, Some(c.reason.clone()), Some(c.message.clone())),
+                Some(c) => (false, Some(c.reason.to_string()), Some(c.message.to_string())),
                 None => (false, Some(NOT_OBSERVED.to_string()), Some(text)),
             },
         };
@@ -342,8 +342,8 @@ mod tests {
             status,
             observed_generation: Some(generation),
             last_transition_time: Time(Timestamp::UNIX_EPOCH),
-            reason: reason.to_string(),
-            message: message.to_string(),
+            reason: reason.into(),
+            message: message.into(),
         }
     }
 

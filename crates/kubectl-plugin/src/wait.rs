@@ -221,7 +221,7 @@ pub async fn wait_ready(
 }
 
 fn ready_message(ms: &Microservice) -> String {
-    ms.condition(microservice_core::crd::ConditionType::Ready).map(|c| c.message.clone()).unwrap_or_default()
+    ms.condition(microservice_core::crd::ConditionType::Ready).map(|c| c.message.to_string()).unwrap_or_default()
 }
 
 pub async fn run(args: WaitArgs) -> ExitCode {

@@ -27,6 +27,7 @@ use crate::error::{Class, Error};
 use crate::events::Publisher;
 use crate::health::Health;
 use crate::initial_list::{self, InitialList};
+use crate::interner::Interner;
 use crate::keylock::KeyLocks;
 use crate::metrics::Metrics;
 use crate::queue::{self, WorkQueue};
@@ -145,7 +146,11 @@ fn spawn_microservice_cache(
     metrics: Arc<Metrics>,
 ) -> (Store<Microservice>, JoinHandle<()>) {
     let (reader, writer) = reflector::store();
-    let stream = watcher(api, config).default_backoff().map_ok(watched::microservice_event).reflect(writer);
+    let mut texts = Interner::default();
+    let stream = watcher(api, config)
+        .default_backoff()
+        .map_ok(move |event| watched::microservice_event(event, &mut texts))
+        .reflect(writer);
     health.watch_started();
     // The phase metric (`microservice_objects{phase}`) follows this same watch: it runs on standbys too, so every
     // replica reports the same counts.

@@ -14,6 +14,7 @@ pub mod health;
 pub mod http;
 pub mod identity;
 pub mod initial_list;
+pub mod interner;
 pub mod keylock;
 pub mod leader;
 pub mod metrics;

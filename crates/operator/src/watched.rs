@@ -18,6 +18,8 @@ use kube::runtime::watcher;
 use microservice_core::crd::{Microservice, MicroserviceSpec, MicroserviceStatus};
 use microservice_core::desired::CONTAINER_NAME;
 
+use crate::interner::Interner;
+
 /// A Deployment as its watch delivers it to the cache.
 #[derive(Clone, Debug, Deserialize, kube::Resource)]
 #[resource(inherit = Deployment)]
@@ -57,24 +59,34 @@ pub struct WatchedMicroservice {
     pub status: Option<MicroserviceStatus>,
 }
 
-impl From<WatchedMicroservice> for Microservice {
-    /// Also without the last-applied annotation: a copy of the spec nothing here reads.
-    fn from(w: WatchedMicroservice) -> Microservice {
-        let mut metadata = w.metadata;
+impl WatchedMicroservice {
+    /// The Microservice as the cache keeps it: without the last-applied annotation (a copy of the spec nothing here
+    /// reads), and its conditions' reasons and messages shared with every other cached Microservice that tells the
+    /// same words.
+    fn cached(self, texts: &mut Interner) -> Microservice {
+        let mut metadata = self.metadata;
         if let Some(annotations) = metadata.annotations.as_mut() {
             annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
         }
-        Microservice { metadata, spec: w.spec, status: w.status }
+        let mut status = self.status;
+        for condition in status.iter_mut().flat_map(|s| s.conditions.iter_mut()) {
+            condition.reason = texts.intern(&condition.reason);
+            condition.message = texts.intern(&condition.message);
+        }
+        Microservice { metadata, spec: self.spec, status }
     }
 }
 
 /// The Microservice watch's events as the cache keeps them.
-pub fn microservice_event(event: watcher::Event<WatchedMicroservice>) -> watcher::Event<Microservice> {
+pub fn microservice_event(
+    event: watcher::Event<WatchedMicroservice>,
+    texts: &mut Interner,
+) -> watcher::Event<Microservice> {
     match event {
-        watcher::Event::Apply(w) => watcher::Event::Apply(w.into()),
-        watcher::Event::Delete(w) => watcher::Event::Delete(w.into()),
+        watcher::Event::Apply(w) => watcher::Event::Apply(w.cached(texts)),
+        watcher::Event::Delete(w) => watcher::Event::Delete(w.cached(texts)),
         watcher::Event::Init => watcher::Event::Init,
-        watcher::Event::InitApply(w) => watcher::Event::InitApply(w.into()),
+        watcher::Event::InitApply(w) => watcher::Event::InitApply(w.cached(texts)),
         watcher::Event::InitDone => watcher::Event::InitDone,
     }
 }
@@ -247,7 +259,7 @@ mod tests {
     }
 
     #[test]
-    fn a_watched_microservice_is_the_whole_decode_without_managed_fields_or_last_applied() {
+    fn a_watched_microservice_is_the_whole_decode_without_managed_fields_or_last_applied_and_shares_its_words() {
         let sent = json!({
             "apiVersion": "platform.example.com/v1alpha1", "kind": "Microservice",
             "metadata": {
@@ -257,12 +269,27 @@ mod tests {
                 "managedFields": [{"manager": "kubectl", "operation": "Apply", "fieldsV1": {"f:spec": {}}}]
             },
             "spec": {"image": "ghcr.io/example/todo-api:1.4.2", "port": 8080},
-            "status": {"observedGeneration": 2, "phase": "Ready"}
+            "status": {"observedGeneration": 2, "phase": "Ready", "conditions": [
+                {"type": "Progressing", "status": "False", "reason": "RolloutComplete", "message": "rolled out",
+                 "observedGeneration": 2, "lastTransitionTime": "2026-12-06T05:00:00Z"},
+                {"type": "Ready", "status": "True", "reason": "RolloutComplete", "message": "rolled out",
+                 "observedGeneration": 2, "lastTransitionTime": "2026-12-06T05:00:00Z"}
+            ]}
         });
         let mut whole: Microservice = serde_json::from_value(sent.clone()).unwrap();
         whole.metadata.managed_fields = None;
         whole.metadata.annotations.as_mut().unwrap().remove("kubectl.kubernetes.io/last-applied-configuration");
-        let watched: WatchedMicroservice = serde_json::from_str(&sent.to_string()).unwrap();
-        assert_eq!(Microservice::from(watched), whole);
+        let mut texts = Interner::default();
+        let decode = |texts: &mut Interner| {
+            serde_json::from_str::<WatchedMicroservice>(&sent.to_string()).unwrap().cached(texts)
+        };
+        let cached = decode(&mut texts);
+        assert_eq!(cached, whole);
+        // One copy of each text, within the object and across objects.
+        let other = decode(&mut texts);
+        let conditions = &cached.status.as_ref().unwrap().conditions;
+        assert!(conditions[0].message.ptr_eq(&conditions[1].message));
+        assert!(conditions[0].reason.ptr_eq(&other.status.as_ref().unwrap().conditions[1].reason));
+        assert_eq!(texts.len(), 2);
     }
 }

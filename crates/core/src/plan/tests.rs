@@ -315,7 +315,7 @@ fn status(phase: Phase, ready: i32, reason: &str) -> MicroserviceStatus {
                 k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
             ),
             reason: reason.into(),
-            message: format!("{ready} ready"),
+            message: format!("{ready} ready").into(),
         }],
         ready_replicas: Some(ready),
         replicas_summary: Some(format!("{ready}/3")),

@@ -5,6 +5,7 @@ use crate::contract::validate;
 use crate::crd::MicroserviceSpec;
 use crate::ownership::{ConflictReason, Ownership, conflict};
 use crate::profile::PlatformProfile;
+use crate::shared_text::SharedText;
 use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentSpec, DeploymentStatus};
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -98,7 +99,7 @@ fn condition(status: &MicroserviceStatus, type_: ConditionType) -> &Condition {
 }
 
 fn summary(status: &MicroserviceStatus) -> Vec<(ConditionType, ConditionStatus, String)> {
-    status.conditions.iter().map(|c| (c.type_, c.status, c.reason.clone())).collect()
+    status.conditions.iter().map(|c| (c.type_, c.status, c.reason.to_string())).collect()
 }
 
 #[test]
@@ -460,7 +461,7 @@ fn cond(type_: ConditionType, status: ConditionStatus, reason: &str, generation:
         observed_generation: Some(generation),
         last_transition_time: at.clone(),
         reason: reason.into(),
-        message: String::new(),
+        message: SharedText::default(),
     }
 }
 
