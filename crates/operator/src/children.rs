@@ -31,6 +31,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tracing::warn;
 
+use crate::interner::Interner;
 use crate::watched::{SpecFields, WatchedDeployment};
 
 use microservice_core::contract;
@@ -42,6 +43,7 @@ use microservice_core::desired::{
 use microservice_core::drift::{self, Exact};
 use microservice_core::ownership::ChildKind;
 use microservice_core::profile::PlatformProfile;
+use microservice_core::shared_text::SharedText;
 
 /// The managed fields that differ, judged against the desired object whose digest is `desired_digest`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,16 +93,16 @@ pub(crate) fn basis(ms: &Microservice, child: &ObjectMeta) -> Option<u64> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Owner {
     pub uid: String,
-    pub kind: String,
+    pub kind: SharedText,
     pub name: String,
-    pub api_version: String,
+    pub api_version: SharedText,
 }
 
 /// What ownership needs of a child's metadata.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ChildMeta {
     pub name: String,
-    pub namespace: String,
+    pub namespace: SharedText,
     pub uid: String,
     /// resourceVersion as a number (0 when the server's is not one): only to keep a newer cached state.
     pub version: u64,
@@ -119,13 +121,13 @@ impl ChildMeta {
     fn of(meta: &ObjectMeta, verdict: Option<Verdict>) -> ChildMeta {
         let controller = meta.owner_references.iter().flatten().find(|r| r.controller == Some(true)).map(|r| Owner {
             uid: r.uid.clone(),
-            kind: r.kind.clone(),
+            kind: r.kind.as_str().into(),
             name: r.name.clone(),
-            api_version: r.api_version.clone(),
+            api_version: r.api_version.as_str().into(),
         });
         ChildMeta {
             name: meta.name.clone().unwrap_or_default(),
-            namespace: meta.namespace.clone().unwrap_or_default(),
+            namespace: meta.namespace.as_deref().unwrap_or_default().into(),
             uid: meta.uid.clone().unwrap_or_default(),
             version: version_of(meta),
             controller,
@@ -135,16 +137,25 @@ impl ChildMeta {
         }
     }
 
+    /// Shares the texts every child of the namespace repeats (its namespace, its owner's kind and apiVersion).
+    fn share_texts(&mut self, texts: &mut Interner) {
+        self.namespace = texts.intern(&self.namespace);
+        if let Some(owner) = self.controller.as_mut() {
+            owner.kind = texts.intern(&owner.kind);
+            owner.api_version = texts.intern(&owner.api_version);
+        }
+    }
+
     /// The metadata `ownership::ownership` reads, rebuilt.
     pub fn object_meta(&self) -> ObjectMeta {
         ObjectMeta {
             name: Some(self.name.clone()),
-            namespace: Some(self.namespace.clone()),
+            namespace: Some(self.namespace.to_string()),
             uid: Some(self.uid.clone()),
             owner_references: self.controller.as_ref().map(|o| {
                 vec![OwnerReference {
-                    api_version: o.api_version.clone(),
-                    kind: o.kind.clone(),
+                    api_version: o.api_version.to_string(),
+                    kind: o.kind.to_string(),
                     name: o.name.clone(),
                     uid: o.uid.clone(),
                     controller: Some(true),
@@ -194,7 +205,7 @@ pub struct DeploymentView {
     pub replicas: Option<i32>,
     pub paused: Option<bool>,
     pub progress_deadline_seconds: Option<i32>,
-    pub image: Option<String>,
+    pub image: Option<SharedText>,
     /// Counters and the ProgressDeadlineExceeded condition only.
     pub status: Option<DeploymentStatus>,
 }
@@ -246,7 +257,7 @@ impl DeploymentView {
             replicas: spec.replicas,
             paused: spec.paused,
             progress_deadline_seconds: spec.progress_deadline_seconds,
-            image: spec.image,
+            image: spec.image.map(SharedText::from),
             status,
         }
     }
@@ -270,7 +281,7 @@ impl DeploymentView {
                     spec: Some(PodSpec {
                         containers: vec![Container {
                             name: CONTAINER_NAME.to_string(),
-                            image: self.image.clone(),
+                            image: self.image.as_deref().map(str::to_string),
                             ..Container::default()
                         }],
                         ..PodSpec::default()
@@ -339,6 +350,10 @@ pub trait Child:
     fn judged_value(obj: &Self::Watched) -> Option<Value>;
     fn view_meta(view: &Self::View) -> &ChildMeta;
     fn view_meta_mut(view: &mut Self::View) -> &mut ChildMeta;
+    /// Shares the view's texts that many views repeat, as the cache files it.
+    fn share_texts(view: &mut Self::View, texts: &mut Interner) {
+        Self::view_meta_mut(view).share_texts(texts);
+    }
     /// The desired object for `ms` (None when its spec is refused: no verdict then).
     fn desired(ms: &Microservice, profile: &PlatformProfile) -> Option<Self>;
     /// Whether this child's state makes its Microservice's Ready due (a Deployment's completed rollout).
@@ -378,6 +393,13 @@ impl Child for Deployment {
     }
     fn ready_due(view: &DeploymentView) -> bool {
         view.rollout_complete()
+    }
+    fn share_texts(view: &mut DeploymentView, texts: &mut Interner) {
+        view.meta.share_texts(texts);
+        // Microservices run a handful of the Todo API's images.
+        if let Some(image) = view.image.as_mut() {
+            *image = texts.intern(image);
+        }
     }
 }
 
@@ -742,12 +764,17 @@ pub async fn run<K: Child>(
     let judge_one =
         |obj: &K::Watched, before: Option<&K::View>| verdict_for::<K>(&microservices, &profile, obj, before);
     // A view for what a Microservice has or may soon ask about (and what had one already); the rest by name only.
-    let view_of = |obj: &K::Watched| -> (String, Option<Arc<K::View>>) {
+    let mut texts = Interner::default();
+    let mut view_of = |obj: &K::Watched| -> (String, Option<Arc<K::View>>) {
         let namespace = obj.meta().namespace.as_deref().unwrap_or_default();
         let k = key(namespace, &obj.name_any());
         let before = cache.read().views.get(&k).cloned();
         let keep = before.is_some() || ours(namespace, &obj.name_any()) || tied(obj.meta());
-        let view = keep.then(|| Arc::new(K::view_watched(obj, judge_one(obj, before.as_deref()))));
+        let view = keep.then(|| {
+            let mut view = K::view_watched(obj, judge_one(obj, before.as_deref()));
+            K::share_texts(&mut view, &mut texts);
+            Arc::new(view)
+        });
         (k, view)
     };
     let mut listing: Option<Entries<K::View>> = None;
@@ -859,6 +886,40 @@ mod tests {
             basis: None,
             applied,
         }
+    }
+
+    #[test]
+    fn views_filed_by_the_cache_share_their_namespace_owner_kind_and_image() {
+        let deployment = |name: &str| Deployment {
+            metadata: ObjectMeta { name: Some(name.into()), namespace: Some("todo".into()), ..child(Some(1)) },
+            spec: Some(DeploymentSpec {
+                template: PodTemplateSpec {
+                    spec: Some(PodSpec {
+                        containers: vec![Container {
+                            name: CONTAINER_NAME.into(),
+                            image: Some("ghcr.io/example/todo-api:1.4.2".into()),
+                            ..Container::default()
+                        }],
+                        ..PodSpec::default()
+                    }),
+                    ..PodTemplateSpec::default()
+                },
+                ..DeploymentSpec::default()
+            }),
+            status: None,
+        };
+        let mut texts = Interner::default();
+        let mut filed = |name: &str| {
+            let mut view = DeploymentView::of(&deployment(name), None);
+            <Deployment as Child>::share_texts(&mut view, &mut texts);
+            view
+        };
+        let (a, b) = (filed("a"), filed("b"));
+        assert_eq!(a, DeploymentView::of(&deployment("a"), None), "sharing changes no content");
+        assert!(a.meta.namespace.ptr_eq(&b.meta.namespace));
+        let (oa, ob) = (a.meta.controller.as_ref().unwrap(), b.meta.controller.as_ref().unwrap());
+        assert!(oa.kind.ptr_eq(&ob.kind) && oa.api_version.ptr_eq(&ob.api_version));
+        assert!(a.image.as_ref().unwrap().ptr_eq(b.image.as_ref().unwrap()));
     }
 
     #[test]
