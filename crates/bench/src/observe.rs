@@ -31,6 +31,7 @@ use crate::rollout::{DeploymentView, Want, ready_for_current_generation};
 struct MsView {
     generation: i64,
     ready: bool,
+    degraded: bool,
 }
 
 #[derive(Default)]
@@ -52,6 +53,9 @@ pub struct Seen {
     complete_at: HashMap<String, Instant>,
     /// Ready latencies (ms): from the completed rollout committed to the Ready=True status committed.
     pub ready_latency_ms: Vec<f64>,
+    /// The Degraded reason of every Microservice that turned Degraded, once per turn: an operator tells each in a
+    /// status write and a Warning Event, and its recovery in another pair, on top of a plain rollout's requests.
+    pub degraded: Vec<String>,
 }
 
 impl Seen {
@@ -109,7 +113,11 @@ impl Seen {
                 self.ready_latency_ms.push(at.saturating_duration_since(*complete).as_secs_f64() * 1000.0);
             }
         }
-        self.ms.insert(name.to_string(), MsView { generation, ready });
+        let degraded = obj.pointer("/status/phase").and_then(Value::as_str) == Some("Degraded");
+        if degraded && !self.ms.get(name).is_some_and(|v| v.degraded) {
+            self.degraded.push(degraded_reason(obj).unwrap_or("(no reason)").to_string());
+        }
+        self.ms.insert(name.to_string(), MsView { generation, ready, degraded });
     }
 
     fn on_deployment(&mut self, kind: ChangeKind, obj: &Value, at: Instant) {
@@ -130,6 +138,23 @@ impl Seen {
             self.deployments.insert(name.to_string(), view);
         }
     }
+}
+
+/// The reason of a Microservice's Degraded condition.
+fn degraded_reason(obj: &Value) -> Option<&str> {
+    let conditions = obj.pointer("/status/conditions")?.as_array()?;
+    let degraded = conditions.iter().find(|c| c.get("type").and_then(Value::as_str) == Some("Degraded"))?;
+    degraded.get("reason")?.as_str()
+}
+
+/// "2 (ProgressDeadlineExceeded 2)": how many turned Degraded, by reason.
+pub fn degraded_summary(reasons: &[String]) -> String {
+    let mut by_reason = std::collections::BTreeMap::<&str, usize>::new();
+    for reason in reasons {
+        *by_reason.entry(reason).or_default() += 1;
+    }
+    let parts: Vec<String> = by_reason.iter().map(|(reason, count)| format!("{reason} {count}")).collect();
+    format!("{} ({})", reasons.len(), parts.join(", "))
 }
 
 pub struct Observer {
@@ -280,5 +305,37 @@ fn feed(seen: &Mutex<Seen>, profile: &PlatformProfile, changes: Vec<Observed>) {
             Kind::Microservice => seen.on_microservice(o.change, &o.object, profile, o.at),
             _ => seen.on_deployment(o.change, &o.object, o.at),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(phase: &str, degraded_reason: &str) -> Value {
+        serde_json::json!({
+            "metadata": {"name": "ms-1", "generation": 1},
+            "spec": {"image": "ghcr.io/example/todo-api:1.4.2", "port": 8080},
+            "status": {"phase": phase, "conditions": [
+                {"type": "Degraded", "status": if phase == "Degraded" { "True" } else { "False" },
+                 "reason": degraded_reason, "message": "", "lastTransitionTime": "2026-12-06T06:00:00Z"}
+            ]}
+        })
+    }
+
+    #[test]
+    fn each_turn_into_degraded_is_counted_once_with_its_reason() {
+        let (mut seen, profile, at) = (Seen::default(), PlatformProfile::default(), Instant::now());
+        for (phase, reason) in [
+            ("Progressing", "AsExpected"),
+            ("Degraded", "ProgressDeadlineExceeded"),
+            ("Degraded", "ProgressDeadlineExceeded"),
+            ("Progressing", "AsExpected"),
+            ("Degraded", "ResourceConflict"),
+        ] {
+            seen.on_microservice(ChangeKind::Modified, &ms(phase, reason), &profile, at);
+        }
+        assert_eq!(seen.degraded, ["ProgressDeadlineExceeded", "ResourceConflict"]);
+        assert_eq!(degraded_summary(&seen.degraded), "2 (ProgressDeadlineExceeded 1, ResourceConflict 1)");
     }
 }

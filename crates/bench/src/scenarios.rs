@@ -14,6 +14,7 @@ use crate::env::Env;
 use crate::error::{BenchError, Result};
 use crate::fixture::{Backend, IMAGE_V2, Kind, name};
 use crate::floor::{self, FloorTimes};
+use crate::observe;
 use crate::report::{Report, percentile};
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -280,7 +281,10 @@ async fn converge(env: &Env, n: usize, floor_time: Option<Duration>, out: &Path)
         per_cr <= TARGET_REQUESTS_PER_CR,
     );
     duplicate_creates(&mut r, &counts, n);
-    let latencies = env.observer.seen().ready_latency_ms.clone();
+    let (latencies, degraded) = {
+        let seen = env.observer.seen();
+        (seen.ready_latency_ms.clone(), seen.degraded.clone())
+    };
     ready_latency(&mut r, latencies);
     let cpu_ms = usage.cpu_seconds * 1000.0 / n as f64;
     r.target(
@@ -299,6 +303,13 @@ async fn converge(env: &Env, n: usize, floor_time: Option<Duration>, out: &Path)
         floor_ratio(&mut r, took, floor, TARGET_FLOOR_RATIO);
     }
     r.note(per_cr_note(&counts, n));
+    if !degraded.is_empty() {
+        r.note(format!(
+            "Microservices that turned Degraded before Ready: {}; each is told in a status patch and a Warning \
+             Event, and its recovery in another status patch and Event, beyond a plain rollout's requests",
+            observe::degraded_summary(&degraded)
+        ));
+    }
     Ok((r, op))
 }
 
