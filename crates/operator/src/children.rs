@@ -32,6 +32,7 @@ use tokio::sync::watch;
 use tracing::warn;
 
 use crate::interner::Interner;
+use crate::uid::Uid;
 use crate::watched::{SpecFields, WatchedDeployment};
 
 use microservice_core::contract;
@@ -92,7 +93,7 @@ pub(crate) fn basis(ms: &Microservice, child: &ObjectMeta) -> Option<u64> {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Owner {
-    pub uid: String,
+    pub uid: Uid,
     pub kind: SharedText,
     pub name: String,
     pub api_version: SharedText,
@@ -103,7 +104,7 @@ pub struct Owner {
 pub struct ChildMeta {
     pub name: String,
     pub namespace: SharedText,
-    pub uid: String,
+    pub uid: Uid,
     /// resourceVersion as a number (0 when the server's is not one): only to keep a newer cached state.
     pub version: u64,
     pub controller: Option<Owner>,
@@ -120,7 +121,7 @@ fn version_of(meta: &ObjectMeta) -> u64 {
 impl ChildMeta {
     fn of(meta: &ObjectMeta, verdict: Option<Verdict>) -> ChildMeta {
         let controller = meta.owner_references.iter().flatten().find(|r| r.controller == Some(true)).map(|r| Owner {
-            uid: r.uid.clone(),
+            uid: Uid::parse(&r.uid),
             kind: r.kind.as_str().into(),
             name: r.name.clone(),
             api_version: r.api_version.as_str().into(),
@@ -128,7 +129,7 @@ impl ChildMeta {
         ChildMeta {
             name: meta.name.clone().unwrap_or_default(),
             namespace: meta.namespace.as_deref().unwrap_or_default().into(),
-            uid: meta.uid.clone().unwrap_or_default(),
+            uid: Uid::parse(meta.uid.as_deref().unwrap_or_default()),
             version: version_of(meta),
             controller,
             handover: meta.annotations.as_ref().and_then(|a| a.get(HANDOVER_ANNOTATION)).cloned(),
@@ -151,13 +152,13 @@ impl ChildMeta {
         ObjectMeta {
             name: Some(self.name.clone()),
             namespace: Some(self.namespace.to_string()),
-            uid: Some(self.uid.clone()),
+            uid: Some(self.uid.to_string()),
             owner_references: self.controller.as_ref().map(|o| {
                 vec![OwnerReference {
                     api_version: o.api_version.to_string(),
                     kind: o.kind.to_string(),
                     name: o.name.clone(),
-                    uid: o.uid.clone(),
+                    uid: o.uid.to_string(),
                     controller: Some(true),
                     block_owner_deletion: None,
                 }]
@@ -503,7 +504,7 @@ const TOMBSTONES: usize = 256;
 pub struct ChildCache<V> {
     entries: RwLock<Entries<V>>,
     ready: watch::Sender<bool>,
-    tombstones: Mutex<VecDeque<String>>,
+    tombstones: Mutex<VecDeque<Uid>>,
 }
 
 /// The cached objects of one kind, by `namespace/name`.
@@ -618,7 +619,7 @@ impl<V> ChildCache<V> {
             let mut entries = self.write();
             let k = key(namespace, name);
             // Only the object that was deleted: a newer one of the same name (recreated) stays.
-            if entries.views.get(&k).is_some_and(|v| Some(meta(v).uid.as_str()) == uid.as_deref()) {
+            if entries.views.get(&k).is_some_and(|v| uid.as_deref().is_some_and(|u| meta(v).uid.is(u))) {
                 entries.views.remove(&k);
             }
             entries.foreign.remove(&k);
@@ -628,7 +629,7 @@ impl<V> ChildCache<V> {
             if tombstones.len() >= TOMBSTONES {
                 tombstones.pop_front();
             }
-            tombstones.push_back(uid);
+            tombstones.push_back(Uid::parse(&uid));
         }
     }
 }
@@ -661,7 +662,7 @@ impl<V: Clone> ChildCache<V> {
         &self,
         namespace: &str,
         name: &str,
-        uid: &str,
+        uid: &Uid,
         verdict: Verdict,
         meta_mut: impl Fn(&mut V) -> &mut ChildMeta,
     ) {
@@ -669,7 +670,7 @@ impl<V: Clone> ChildCache<V> {
         if let Some(entry) = entries.views.get_mut(&key(namespace, name)) {
             let mut view = V::clone(entry);
             let m = meta_mut(&mut view);
-            if m.uid == uid {
+            if m.uid == *uid {
                 m.verdict = Some(verdict);
                 *entry = Arc::new(view);
             }
@@ -719,7 +720,7 @@ fn echoes_cached<K: Child>(cache: &ChildCache<K::View>, obj: &K::Watched) -> boo
     let entries = cache.read();
     entries.views.get(&k).is_some_and(|v| {
         let m = K::view_meta(v);
-        version != 0 && m.version == version && Some(m.uid.as_str()) == meta.uid.as_deref()
+        version != 0 && m.version == version && meta.uid.as_deref().is_some_and(|u| m.uid.is(u))
     })
 }
 

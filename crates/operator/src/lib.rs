@@ -22,5 +22,6 @@ pub mod queue;
 pub mod reconcile;
 pub mod settings;
 pub mod telemetry;
+pub mod uid;
 pub mod watched;
 pub mod written;
