@@ -53,8 +53,8 @@ pub struct Seen {
     complete_at: HashMap<String, Instant>,
     /// Ready latencies (ms): from the completed rollout committed to the Ready=True status committed.
     pub ready_latency_ms: Vec<f64>,
-    /// The Degraded reason of every Microservice that turned Degraded, once per turn: an operator tells each in a
-    /// status write and a Warning Event, and its recovery in another pair, on top of a plain rollout's requests.
+    /// The Degraded reason of every Microservice that turned Degraded, once per turn: the operator tells each in a
+    /// status write and a Warning Event, and its recovery in another status write, beyond a plain rollout's.
     pub degraded: Vec<String>,
 }
 

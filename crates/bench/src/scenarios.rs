@@ -305,8 +305,8 @@ async fn converge(env: &Env, n: usize, floor_time: Option<Duration>, out: &Path)
     r.note(per_cr_note(&counts, n));
     if !degraded.is_empty() {
         r.note(format!(
-            "Microservices that turned Degraded before Ready: {}; each is told in a status patch and a Warning \
-             Event, and its recovery in another status patch and Event, beyond a plain rollout's requests",
+            "Microservices that turned Degraded before Ready: {}; each turn is told in a status patch and a \
+             Warning Event, and the recovery in another status patch, beyond a plain rollout's requests",
             observe::degraded_summary(&degraded)
         ));
     }
