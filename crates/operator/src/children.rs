@@ -32,6 +32,7 @@ use tokio::sync::watch;
 use tracing::warn;
 
 use crate::interner::Interner;
+use crate::queue::key;
 use crate::uid::Uid;
 use crate::watched::{SpecFields, WatchedDeployment};
 
@@ -560,10 +561,6 @@ impl<V> Default for ChildCache<V> {
     fn default() -> Self {
         ChildCache { entries: RwLock::default(), ready: watch::Sender::new(false), tombstones: Mutex::default() }
     }
-}
-
-fn key(namespace: &str, name: &str) -> String {
-    format!("{namespace}/{name}")
 }
 
 impl<V> ChildCache<V> {

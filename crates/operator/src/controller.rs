@@ -120,7 +120,7 @@ impl Triggers {
     fn urgent(&self, namespace: &str, name: &str) {
         let lane = self.lane.lock().ok().and_then(|l| l.clone());
         let Some(lane) = lane else { return self.reconcile(namespace, name) };
-        let key = format!("{namespace}/{name}");
+        let key = queue::key(namespace, name);
         let fresh = self.lane_pending.lock().map(|mut p| p.insert(key)).unwrap_or(true);
         if fresh {
             let _ = lane.send(ObjectRef::new(name).within(namespace));
@@ -129,7 +129,7 @@ impl Triggers {
 
     fn taken(&self, namespace: &str, name: &str) {
         if let Ok(mut pending) = self.lane_pending.lock() {
-            pending.remove(&format!("{namespace}/{name}"));
+            pending.remove(&queue::key(namespace, name));
         }
     }
 }

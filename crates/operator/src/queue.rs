@@ -198,8 +198,8 @@ impl Stream for Released {
     }
 }
 
-/// `namespace/name`, the queue's key (and `reconcile::key`'s format).
-fn key(namespace: &str, name: &str) -> String {
+/// `namespace/name`: an object's key in the queue, the caches, the locks, the memos and the logs.
+pub fn key(namespace: &str, name: &str) -> String {
     format!("{namespace}/{name}")
 }
 

@@ -50,7 +50,7 @@ pub const PROGRESS_WRITES_PER_SECOND: u32 = 10;
 
 /// `namespace/name`, the key of logs and backoff.
 pub fn key(ms: &Microservice) -> String {
-    format!("{}/{}", ms.namespace().unwrap_or_default(), ms.name_any())
+    crate::queue::key(&ms.namespace().unwrap_or_default(), &ms.name_any())
 }
 
 #[instrument(skip_all, fields(object = %key(&ms), generation = ms.metadata.generation.unwrap_or_default()))]
