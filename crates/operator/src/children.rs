@@ -22,7 +22,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 };
 use kube::api::Api;
 use kube::core::NamespaceResourceScope;
-use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
@@ -32,6 +31,7 @@ use tokio::sync::watch;
 use tracing::warn;
 
 use crate::interner::Interner;
+use crate::microservices::Microservices;
 use crate::queue::key;
 use crate::uid::Uid;
 use crate::watched::{SpecFields, WatchedDeployment};
@@ -78,10 +78,15 @@ const DEPLOYMENT_CONTROLLER_PREFIX: &str = "deployment.kubernetes.io/";
 /// desired objects set none of them, and drift reads only the annotations they set.
 /// None for a child without a generation (a Service): it is judged on every event, which is rare for it.
 pub(crate) fn basis(ms: &Microservice, child: &ObjectMeta) -> Option<u64> {
+    basis_of(ms.metadata.uid.as_deref().map(Uid::parse).as_ref(), ms.metadata.generation, child)
+}
+
+/// [`basis`] of the Microservice with this uid and generation.
+fn basis_of(ms_uid: Option<&Uid>, ms_generation: Option<i64>, child: &ObjectMeta) -> Option<u64> {
     use std::hash::{Hash, Hasher};
     let generation = child.generation?;
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    (ms.metadata.uid.as_deref(), ms.metadata.generation).hash(&mut h);
+    (ms_uid, ms_generation).hash(&mut h);
     (child.uid.as_deref(), generation, &child.labels).hash(&mut h);
     for annotation in child.annotations.iter().flatten().filter(|(k, _)| !k.starts_with(DEPLOYMENT_CONTROLLER_PREFIX)) {
         annotation.hash(&mut h);
@@ -506,6 +511,8 @@ pub struct ChildCache<V> {
     entries: RwLock<Entries<V>>,
     ready: watch::Sender<bool>,
     tombstones: Mutex<VecDeque<Uid>>,
+    /// The texts the views share, whether the watch or a write's answer filed them.
+    texts: Mutex<Interner>,
 }
 
 /// The cached objects of one kind, by `namespace/name`.
@@ -559,7 +566,12 @@ pub enum Cached<V> {
 
 impl<V> Default for ChildCache<V> {
     fn default() -> Self {
-        ChildCache { entries: RwLock::default(), ready: watch::Sender::new(false), tombstones: Mutex::default() }
+        ChildCache {
+            entries: RwLock::default(),
+            ready: watch::Sender::new(false),
+            tombstones: Mutex::default(),
+            texts: Mutex::default(),
+        }
     }
 }
 
@@ -632,13 +644,21 @@ impl<V> ChildCache<V> {
 }
 
 impl<V: Clone> ChildCache<V> {
+    /// Shares the view's repeated texts with the views already cached.
+    fn share_texts<K: Child<View = V>>(&self, view: &mut V) {
+        K::share_texts(view, &mut self.texts.lock().unwrap_or_else(|p| p.into_inner()));
+    }
+
     /// What this replica just wrote or read (a create's or an apply's answer, an object known only by name), unless
     /// the watch already showed that object at this version or later, or showed it deleted.
-    pub fn wrote(&self, view: V, meta: impl Fn(&V) -> &ChildMeta) {
-        let m = meta(&view);
-        if self.tombstones.lock().unwrap_or_else(|p| p.into_inner()).contains(&m.uid) {
+    pub fn wrote<K: Child<View = V>>(&self, mut view: V) {
+        let meta = K::view_meta;
+        if self.tombstones.lock().unwrap_or_else(|p| p.into_inner()).contains(&meta(&view).uid) {
             return;
         }
+        // The watch skips the echo of this version (`echoes_cached`): a Service may never send another.
+        self.share_texts::<K>(&mut view);
+        let m = meta(&view);
         let k = key(&m.namespace, &m.name);
         let mut entries = self.write();
         let newer = match entries.views.get(&k) {
@@ -685,26 +705,22 @@ fn tied(meta: &ObjectMeta) -> bool {
     labelled || controlled || handed_over
 }
 
-/// The Microservice a child of this name belongs to (children are named after it), if the cache holds one.
-fn microservice_named(microservices: &Store<Microservice>, namespace: &str, name: &str) -> Option<Arc<Microservice>> {
-    microservices.get(&ObjectRef::new(name).within(namespace))
-}
-
 /// The drift verdict of `obj` against its Microservice's desired object; the one `before` carries is kept while its
 /// basis (what drift reads) has not moved, so an event that changed only status costs no desired build.
 fn verdict_for<K: Child>(
-    microservices: &Store<Microservice>,
+    microservices: &Microservices,
     profile: &PlatformProfile,
     obj: &K::Watched,
     before: Option<&K::View>,
 ) -> Option<Verdict> {
-    let ms = microservice_named(microservices, obj.meta().namespace.as_deref().unwrap_or_default(), &obj.name_any())?;
-    let basis = basis(&ms, obj.meta());
+    let (namespace, name) = (obj.meta().namespace.as_deref().unwrap_or_default(), obj.name_any());
+    let ms = microservices.kept(namespace, &name)?;
+    let basis = basis_of(ms.uid.as_ref(), ms.generation, obj.meta());
     let kept = before.and_then(|v| K::view_meta(v).verdict.as_ref()).filter(|v| basis.is_some() && v.basis == basis);
     if let Some(verdict) = kept {
         return Some(verdict.clone());
     }
-    let desired = K::desired(&ms, profile)?;
+    let desired = K::desired(&ms.expand(namespace, &name), profile)?;
     judge_watched::<K>(&desired, obj).map(|verdict| Verdict { basis, ..verdict })
 }
 
@@ -744,7 +760,7 @@ pub async fn run<K: Child>(
     api: Api<K::Watched>,
     watch_config: watcher::Config,
     cache: Arc<ChildCache<K::View>>,
-    microservices: Store<Microservice>,
+    microservices: Microservices,
     profile: PlatformProfile,
     route: impl Route<K::View>,
 ) {
@@ -753,7 +769,7 @@ pub async fn run<K: Child>(
     let mut stream = std::pin::pin!(stream);
     // A child whose name no Microservice has (someone else's Deployment in a busy namespace) gives nothing to
     // reconcile: a Microservice created later is reconciled by its own event and finds the object in the cache.
-    let ours = |namespace: &str, name: &str| microservice_named(&microservices, namespace, name).is_some();
+    let ours = |namespace: &str, name: &str| microservices.contains(namespace, name);
     let route = |namespace: &str, name: &str, view: Option<&K::View>| {
         if ours(namespace, name) {
             route(namespace, name, view);
@@ -762,15 +778,14 @@ pub async fn run<K: Child>(
     let judge_one =
         |obj: &K::Watched, before: Option<&K::View>| verdict_for::<K>(&microservices, &profile, obj, before);
     // A view for what a Microservice has or may soon ask about (and what had one already); the rest by name only.
-    let mut texts = Interner::default();
-    let mut view_of = |obj: &K::Watched| -> (String, Option<Arc<K::View>>) {
+    let view_of = |obj: &K::Watched| -> (String, Option<Arc<K::View>>) {
         let namespace = obj.meta().namespace.as_deref().unwrap_or_default();
         let k = key(namespace, &obj.name_any());
         let before = cache.read().views.get(&k).cloned();
         let keep = before.is_some() || ours(namespace, &obj.name_any()) || tied(obj.meta());
         let view = keep.then(|| {
             let mut view = K::view_watched(obj, judge_one(obj, before.as_deref()));
-            K::share_texts(&mut view, &mut texts);
+            cache.share_texts::<K>(&mut view);
             Arc::new(view)
         });
         (k, view)

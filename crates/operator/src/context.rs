@@ -4,8 +4,6 @@
 use std::sync::Arc;
 
 use kube::Client;
-use kube::runtime::reflector::Store;
-use microservice_core::crd::Microservice;
 use microservice_core::profile::PlatformProfile;
 
 use crate::backoff::Backoff;
@@ -13,6 +11,7 @@ use crate::children::{ChildCache, DeploymentView, HpaView, ServiceView};
 use crate::events::Publisher;
 use crate::keylock::KeyLocks;
 use crate::metrics::Metrics;
+use crate::microservices::Microservices;
 use crate::queue::WorkQueue;
 use crate::written::WrittenStatuses;
 
@@ -20,7 +19,7 @@ use crate::written::WrittenStatuses;
 pub struct Context {
     pub client: Client,
     pub profile: PlatformProfile,
-    pub microservices: Store<Microservice>,
+    pub microservices: Microservices,
     pub deployments: Arc<ChildCache<DeploymentView>>,
     pub services: Arc<ChildCache<ServiceView>>,
     pub hpas: Arc<ChildCache<HpaView>>,

@@ -1,19 +1,18 @@
-//! Wiring: the kube-runtime Controller over Microservices, the caches of their Deployments and Services, the
+//! Wiring: the workers over the Microservice cache, the caches of their Deployments and Services, the
 //! periodic resync, and graceful shutdown. The decisions live in [`crate::reconcile`].
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::{FutureExt, StreamExt, TryStreamExt};
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::Api;
-use kube::runtime::controller::{self, Action, Controller};
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use tokio::sync::{mpsc, watch};
@@ -30,20 +29,21 @@ use crate::initial_list::{self, InitialList};
 use crate::interner::Interner;
 use crate::keylock::KeyLocks;
 use crate::metrics::Metrics;
+use crate::microservices::{Kept, Microservices};
 use crate::queue::{self, WorkQueue};
 use crate::reconcile;
-use crate::watched::{self, WatchedMicroservice};
+use crate::watched::WatchedMicroservice;
 use crate::written::WrittenStatuses;
-use microservice_core::crd::{Microservice, Phase};
+use microservice_core::crd::Microservice;
 use microservice_core::profile::PlatformProfile;
 
 pub use crate::context::Context;
 pub use crate::identity::CONTROLLER_NAME;
 
-/// Reconciles running at once in the Ready lane (beside the Controller's own `concurrency`).
+/// Reconciles running at once in the Ready lane (beside the workers' own `concurrency`).
 pub const LANE_CONCURRENCY: usize = 8;
 
-/// Keys in kube-runtime's scheduler at once, per Controller worker (see `queue`).
+/// Keys released by the work queue at once, per worker (see `queue`).
 const QUEUE_IN_FLIGHT_PER_WORKER: usize = 4;
 
 /// What the operator watches and how.
@@ -79,7 +79,7 @@ impl Default for Config {
 
 type Lane = mpsc::UnboundedSender<ObjectRef<Microservice>>;
 
-/// Where changes go: the running Controller's work queue, and the Ready lane; nowhere while this replica is a
+/// Where changes go: the running workers' queue, and the Ready lane; nowhere while this replica is a
 /// standby (its caches stay warm; on taking over, every Microservice is reconciled anyway).
 #[derive(Default)]
 struct Triggers {
@@ -90,7 +90,7 @@ struct Triggers {
 }
 
 impl Triggers {
-    /// Changes go to the running Controller's queue and to its Ready lane from now on.
+    /// Changes go to the running workers' queue and to the Ready lane from now on.
     fn open(&self, queue: Arc<WorkQueue>, lane: Lane) {
         if let Ok(mut slot) = self.queue.lock() {
             *slot = Some(queue);
@@ -100,7 +100,7 @@ impl Triggers {
         }
     }
 
-    /// The Controller stopped: changes go nowhere until it runs again.
+    /// The workers stopped: changes go nowhere until they run again.
     fn close(&self) {
         if let Ok(mut slot) = self.queue.lock() {
             *slot = None;
@@ -116,7 +116,12 @@ impl Triggers {
         }
     }
 
-    /// A Deployment's rollout completed: its Microservice's Ready is due, ahead of the Controller's queue.
+    fn reconcile_key(&self, key: &str) {
+        let (namespace, name) = queue::split(key);
+        self.reconcile(namespace, name);
+    }
+
+    /// A Deployment's rollout completed: its Microservice's Ready is due, ahead of the work queue.
     fn urgent(&self, namespace: &str, name: &str) {
         let lane = self.lane.lock().ok().and_then(|l| l.clone());
         let Some(lane) = lane else { return self.reconcile(namespace, name) };
@@ -134,9 +139,8 @@ impl Triggers {
     }
 }
 
-/// The Microservice cache, trimmed (managedFields and the last-applied annotation dropped), driven by its own task
-/// so it runs regardless of leadership. Every change queues a reconcile; a status write of this replica is
-/// forgotten by the memo once the watch shows it.
+/// The Microservice cache (`microservices`), driven by its own task so it runs regardless of leadership. Every
+/// change queues a reconcile; a status write of this replica is forgotten by the memo once the watch shows it.
 fn spawn_microservice_cache(
     api: Api<WatchedMicroservice>,
     config: watcher::Config,
@@ -144,60 +148,73 @@ fn spawn_microservice_cache(
     written: Arc<WrittenStatuses>,
     health: Arc<Health>,
     metrics: Arc<Metrics>,
-) -> (Store<Microservice>, JoinHandle<()>) {
-    let (reader, writer) = reflector::store();
-    let mut texts = Interner::default();
-    let stream = watcher(api, config)
-        .default_backoff()
-        .map_ok(move |event| watched::microservice_event(event, &mut texts))
-        .reflect(writer);
+) -> (Microservices, JoinHandle<()>) {
+    let cache = Microservices::default();
+    let stream = watcher(api, config).default_backoff();
     health.watch_started();
-    // The phase metric (`microservice_objects{phase}`) follows this same watch: it runs on standbys too, so every
+    // The phase metric (`microservice_objects{phase}`) follows this same cache: it runs on standbys too, so every
     // replica reports the same counts.
-    let phase = |ms: &Microservice| ms.status.as_ref().and_then(|s| s.phase);
-    let task = tokio::spawn(async move {
-        let mut stream = std::pin::pin!(stream);
-        let mut listing: Option<Vec<(String, Option<Phase>)>> = None;
-        while let Some(event) = stream.next().await {
-            match event {
-                Ok(watcher::Event::Apply(ms) | watcher::Event::InitApply(ms)) => {
-                    let key = reconcile::key(&ms);
-                    let own_write = written.seen(&key, ms.metadata.resource_version.as_deref().unwrap_or(""));
-                    // A (re-)list replaces the counts at its end; a change moves one object.
-                    match listing.as_mut() {
-                        Some(listed) => listed.push((key, phase(&ms))),
-                        None => metrics.observe_phase(&key, phase(&ms)),
+    let task = tokio::spawn({
+        let cache = cache.clone();
+        async move {
+            let mut stream = std::pin::pin!(stream);
+            let mut texts = Interner::default();
+            let mut listing: Option<HashMap<Box<str>, Arc<Kept>>> = None;
+            while let Some(event) = stream.next().await {
+                match event {
+                    Ok(watcher::Event::Apply(ms)) => {
+                        let (key, kept) = Kept::of(ms.trimmed(&mut texts));
+                        let own_write = written.seen(&key, kept.resource_version.as_deref().unwrap_or(""));
+                        let phase = kept.phase();
+                        let before = cache.apply(key.clone(), kept);
+                        metrics.phase_moved(before.map(|b| b.phase()), Some(phase));
+                        // The echo of this replica's own status write tells the reconciler nothing it did not know.
+                        if !own_write {
+                            triggers.reconcile_key(&key);
+                        }
                     }
-                    // The echo of this replica's own status write tells the reconciler nothing it did not know;
-                    // a listed object is reconciled regardless (the list may follow a gap in the watch).
-                    if !own_write || listing.is_some() {
-                        triggers.reconcile(&ms.namespace().unwrap_or_default(), &ms.name_any());
+                    Ok(watcher::Event::Delete(ms)) => {
+                        let key = queue::key(&ms.namespace().unwrap_or_default(), &ms.name_any());
+                        written.forget(&key);
+                        let before = cache.delete(&key);
+                        metrics.phase_moved(before.map(|b| b.phase()), None);
                     }
+                    Ok(watcher::Event::Init) => listing = Some(HashMap::new()),
+                    Ok(watcher::Event::InitApply(ms)) => {
+                        let (key, kept) = Kept::of(ms.trimmed(&mut texts));
+                        written.seen(&key, kept.resource_version.as_deref().unwrap_or(""));
+                        if let Some(listed) = listing.as_mut() {
+                            listed.insert(key.into_boxed_str(), Arc::new(kept));
+                        }
+                    }
+                    Ok(watcher::Event::InitDone) => {
+                        let listed = listing.take().unwrap_or_default();
+                        metrics.set_phases(listed.values().map(|k| k.phase()));
+                        let keys: Vec<Box<str>> = listed.keys().cloned().collect();
+                        cache.relisted(listed);
+                        // A listed object is reconciled regardless: the list may follow a gap in the watch.
+                        for key in keys {
+                            triggers.reconcile_key(&key);
+                        }
+                    }
+                    Err(err) => warn!(error = %err, "Microservice watch failed; retrying with backoff"),
                 }
-                Ok(watcher::Event::Delete(ms)) => {
-                    let key = reconcile::key(&ms);
-                    written.forget(&key);
-                    metrics.forget_phase(&key);
-                }
-                Ok(watcher::Event::Init) => listing = Some(Vec::new()),
-                Ok(watcher::Event::InitDone) => metrics.reset_phases(listing.take().unwrap_or_default()),
-                Err(err) => warn!(error = %err, "Microservice watch failed; retrying with backoff"),
             }
+            health.watch_ended();
         }
-        health.watch_ended();
     });
-    (reader, task)
+    (cache, task)
 }
 
 /// A cached projection of one child kind (see `children`), driven by its own task so it runs regardless of
-/// leadership and never waits on the Controller (a reconcile may wait on the cache, so the cache must not wait on
+/// leadership and never waits on the workers (a reconcile may wait on the cache, so the cache must not wait on
 /// reconciles). Every change *and every deletion* wakes the same-name Microservice: children are named like their CR,
 /// and a same-name object someone else made (a conflict, or a handover) must wake the CR too, so ownerReferences
 /// alone would not do.
 fn spawn_child_cache<K>(
     api: Api<K::Watched>,
     watch_config: watcher::Config,
-    microservices: Store<Microservice>,
+    microservices: Microservices,
     profile: PlatformProfile,
     triggers: Arc<Triggers>,
     health: Arc<Health>,
@@ -244,7 +261,7 @@ pub async fn run(
 }
 
 /// Runs the operator until `shutdown` resolves or leadership is lost. Caches start at once and stay warm; the
-/// Controller runs only while `leader` is true.
+/// workers run only while `leader` is true.
 pub async fn run_elected(
     client: Client,
     config: Config,
@@ -289,7 +306,7 @@ pub async fn run_elected(
     }
     health.set_caches_synced();
     info!(
-        microservices = microservices.state().len(),
+        microservices = microservices.len(),
         deployments = children.deployments.len(),
         services = children.services.len(),
         hpas = children.hpas.len(),
@@ -334,7 +351,7 @@ impl ChildCaches {
         client: &Client,
         config: &Config,
         initial_list: InitialList,
-        microservices: &Store<Microservice>,
+        microservices: &Microservices,
         triggers: &Arc<Triggers>,
         health: &Arc<Health>,
     ) -> (ChildCaches, [JoinHandle<()>; 3]) {
@@ -374,7 +391,7 @@ impl ChildCaches {
     }
 }
 
-/// Runs the Controller and the Ready lane, every Microservice queued once, until `shutdown` resolves or leadership
+/// Runs the workers and the Ready lane, every Microservice queued once, until `shutdown` resolves or leadership
 /// is lost; in-flight reconciles finish first.
 async fn lead(
     config: &Config,
@@ -396,21 +413,20 @@ async fn lead(
             }
         }
     };
-    let microservices = context.microservices.clone();
     let lane_task = tokio::spawn(run_lane(lane_requests, context.clone(), triggers.clone()));
     let resync_task = tokio::spawn(resync(config.resync_interval, context.clone()));
     let _tasks = AbortOnDrop(vec![lane_task, resync_task]);
     // Every Microservice once, as a Controller's initial list would.
     queue_all(&context);
-    run_controller(config, context, microservices, stop).await;
+    run_workers(config, context, stop).await;
     triggers.close();
     if lost.load(Ordering::Acquire) { Stopped::LostLeadership } else { Stopped::Shutdown }
 }
 
 /// The Ready lane: reconciles of Microservices whose Deployment just completed its rollout, or whose child was
-/// deleted or edited by someone (`children::urgent`), run at once beside the Controller's workers instead of behind
-/// everything the Controller has queued (at start-up, N first reconciles; at a resync, all N).
-/// The same reconcile, under the same per-object lock; a reconcile that fails goes to the Controller's queue.
+/// deleted or edited by someone (`children::urgent`), run at once beside the workers instead of behind
+/// everything the work queue holds (at start-up, N first reconciles; at a resync, all N).
+/// The same reconcile, under the same per-object lock; a reconcile that fails goes to the work queue.
 async fn run_lane(
     requests: mpsc::UnboundedReceiver<ObjectRef<Microservice>>,
     ctx: Arc<Context>,
@@ -424,9 +440,8 @@ async fn run_lane(
             async move {
                 let namespace = object.namespace.clone().unwrap_or_default();
                 triggers.taken(&namespace, &object.name);
-                let Some(ms) = ctx.microservices.get(&object) else { return };
                 // A later step it asks for is in the work queue already (`reconcile`); a failure is retried there.
-                if reconcile::reconcile(ms, ctx.clone()).await.is_err() {
+                if let Some(Err(_)) = reconcile::reconcile(&ctx, &namespace, &object.name).await {
                     ctx.queue.add(&namespace, &object.name);
                 }
             }
@@ -434,13 +449,9 @@ async fn run_lane(
         .await;
 }
 
-async fn run_controller(
-    config: &Config,
-    context: Arc<Context>,
-    microservices: Store<Microservice>,
-    stop: impl Future<Output = ()> + Send + 'static,
-) {
-    let queue = context.queue.clone();
+/// The workers: `concurrency` reconciles at once of the keys the work queue releases (one object is never
+/// reconciled twice at once: `reconcile` holds its lock), until `stop`; in-flight reconciles finish first.
+async fn run_workers(config: &Config, context: Arc<Context>, stop: impl Future<Output = ()> + Send + 'static) {
     info!(
         namespace = config.namespace.as_deref().unwrap_or("<all>"),
         selector = config.selector.as_deref().unwrap_or(""),
@@ -448,26 +459,18 @@ async fn run_controller(
         concurrency = config.concurrency,
         "starting the Microservice controller"
     );
-    // The Microservice cache is driven by its own task; its changes arrive with the children's through the queue.
-    let controller = Controller::for_stream(futures::stream::pending(), microservices);
-    controller
-        .with_config(controller::Config::default().concurrency(config.concurrency))
-        .reconcile_on(queue.clone().stream())
-        // Shared makes it Sync, as graceful_shutdown_on requires.
-        .graceful_shutdown_on(stop.boxed().shared())
-        .run(reconcile::reconcile, error_policy, context)
-        .for_each(|outcome| {
-            let queue = queue.clone();
+    let concurrency = usize::from(config.concurrency).max(1);
+    context
+        .queue
+        .clone()
+        .stream()
+        .take_until(stop)
+        .for_each_concurrent(concurrency, |object| {
+            let ctx = context.clone();
             async move {
-                if let Err(err) = outcome {
-                    match err {
-                        // Expected while a CR is deleted between being queued and reconciled, and for children
-                        // without a Microservice of their name. No reconcile starts, so the queue is told here.
-                        controller::Error::ObjectNotFound(object) => queue.started(&queue::key_of(&object)),
-                        // error_policy already logged it, with the object and the retry.
-                        controller::Error::ReconcilerFailed(..) => {}
-                        other => warn!(error = %other, "controller error"),
-                    }
+                let namespace = object.namespace.as_deref().unwrap_or_default();
+                if let Some(Err(err)) = reconcile::reconcile(&ctx, namespace, &object.name).await {
+                    retry_or_wait(&ctx, namespace, &object.name, &err);
                 }
             }
         })
@@ -488,8 +491,9 @@ impl Drop for AbortOnDrop {
 
 /// Every cached Microservice into the work queue (each once, however many changes are queued already).
 fn queue_all(ctx: &Context) {
-    for ms in ctx.microservices.state() {
-        ctx.queue.add(&ms.namespace().unwrap_or_default(), &ms.name_any());
+    for key in ctx.microservices.keys() {
+        let (namespace, name) = queue::split(&key);
+        ctx.queue.add(namespace, name);
     }
 }
 
@@ -498,18 +502,15 @@ fn queue_all(ctx: &Context) {
 async fn resync(period: Duration, ctx: Arc<Context>) {
     loop {
         tokio::time::sleep(period).await;
-        let known = &ctx.microservices;
-        ctx.written.retain(|key| {
-            key.split_once('/').is_some_and(|(ns, name)| known.get(&ObjectRef::new(name).within(ns)).is_some())
-        });
+        ctx.written.retain(|key| ctx.microservices.contains_key(key));
         queue_all(&ctx);
     }
 }
 
 /// Temporary errors retry with this object's backoff; permanent ones were already recorded in status by the
 /// reconcile and wait for a change.
-fn error_policy(ms: Arc<Microservice>, err: &Error, ctx: Arc<Context>) -> Action {
-    let key = reconcile::key(&ms);
+fn retry_or_wait(ctx: &Context, namespace: &str, name: &str, err: &Error) {
+    let key = queue::key(namespace, name);
     match err.class() {
         Class::Temporary { retry_after } => {
             let delay = ctx.backoff.failed(&key, retry_after);
@@ -521,11 +522,10 @@ fn error_policy(ms: Arc<Microservice>, err: &Error, ctx: Arc<Context>) -> Action
                 attempt = ctx.backoff.failures(&key),
                 "reconcile failed; retrying with backoff"
             );
-            Action::requeue(delay)
+            ctx.queue.add_after(namespace, name, delay);
         }
         Class::Permanent => {
             warn!(object = %key, error_kind = err.kind(), error = %err, "reconcile failed permanently; {}", err.next_step());
-            Action::await_change()
         }
     }
 }

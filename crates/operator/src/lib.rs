@@ -18,6 +18,7 @@ pub mod interner;
 pub mod keylock;
 pub mod leader;
 pub mod metrics;
+pub mod microservices;
 pub mod queue;
 pub mod reconcile;
 pub mod settings;

@@ -2,7 +2,6 @@
 //! dashboards fit; labels stay bounded (never an object name or an error message).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
@@ -89,8 +88,6 @@ pub struct Metrics {
     pub max_concurrent_reconciles: Family<ControllerLabels, Gauge>,
     pub active_workers: Family<ControllerLabels, Gauge>,
     pub objects_by_phase: Family<PhaseLabels, Gauge>,
-    /// The last phase seen per object (`namespace/name`), from which `objects_by_phase` is counted.
-    phases: Mutex<HashMap<String, &'static str>>,
     reconciles: AtomicI64,
 }
 
@@ -205,7 +202,6 @@ impl Metrics {
             max_concurrent_reconciles,
             active_workers,
             objects_by_phase,
-            phases: Mutex::new(HashMap::new()),
             reconciles: AtomicI64::new(0),
         }
     }
@@ -248,15 +244,18 @@ impl Metrics {
         self.leader.get_or_create(&LeaderLabels { name: name.to_string() }).set(i64::from(leader));
     }
 
-    /// Records the phase an object (`namespace/name`) currently shows.
-    pub fn observe_phase(&self, key: &str, phase: Option<Phase>) {
-        let phase = phase_label(phase);
-        let mut phases = self.phases.lock().unwrap_or_else(|p| p.into_inner());
-        let previous = phases.insert(key.to_string(), phase);
-        if previous != Some(phase) {
-            if let Some(previous) = previous {
-                self.objects_by_phase.get_or_create(&PhaseLabels { phase: previous }).dec();
-            }
+    /// An object moved from one phase to another: `None` before for an object new to the cache, `None` after for
+    /// one gone from it (deleted, or out of the watched scope). The cache, which holds each object's last phase,
+    /// tells both.
+    pub fn phase_moved(&self, before: Option<Option<Phase>>, after: Option<Option<Phase>>) {
+        let (before, after) = (before.map(phase_label), after.map(phase_label));
+        if before == after {
+            return;
+        }
+        if let Some(phase) = before {
+            self.objects_by_phase.get_or_create(&PhaseLabels { phase }).dec();
+        }
+        if let Some(phase) = after {
             self.objects_by_phase.get_or_create(&PhaseLabels { phase }).inc();
         }
     }
@@ -267,22 +266,11 @@ impl Metrics {
         u64::try_from(count).unwrap_or(0)
     }
 
-    /// The object is gone (deleted, or out of the watched scope).
-    pub fn forget_phase(&self, key: &str) {
-        let mut phases = self.phases.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(previous) = phases.remove(key) {
-            self.objects_by_phase.get_or_create(&PhaseLabels { phase: previous }).dec();
-        }
-    }
-
-    /// Replaces every recorded phase (after a re-list, when deletions may have been missed).
-    pub fn reset_phases(&self, current: impl IntoIterator<Item = (String, Option<Phase>)>) {
-        let mut phases = self.phases.lock().unwrap_or_else(|p| p.into_inner());
-        phases.clear();
-        phases.extend(current.into_iter().map(|(key, phase)| (key, phase_label(phase))));
+    /// Replaces every count with those of the objects a re-list showed (deletions may have been missed).
+    pub fn set_phases(&self, current: impl IntoIterator<Item = Option<Phase>>) {
         let mut counts: HashMap<&'static str, i64> = PHASES.iter().map(|p| (*p, 0)).collect();
-        for phase in phases.values() {
-            *counts.entry(phase).or_default() += 1;
+        for phase in current {
+            *counts.entry(phase_label(phase)).or_default() += 1;
         }
         for (phase, count) in counts {
             self.objects_by_phase.get_or_create(&PhaseLabels { phase }).set(count);
@@ -357,17 +345,16 @@ mod tests {
     fn objects_by_phase_follow_each_object() {
         let m = Metrics::new();
         assert_eq!(phase_count(&m, "Ready"), 0, "every phase series exists from the start");
-        m.observe_phase("todo/a", None);
-        m.observe_phase("todo/b", Some(Phase::Progressing));
+        m.phase_moved(None, Some(None));
+        m.phase_moved(None, Some(Some(Phase::Progressing)));
         assert_eq!((phase_count(&m, "Unknown"), phase_count(&m, "Progressing")), (1, 1));
-        m.observe_phase("todo/a", Some(Phase::Progressing));
-        m.observe_phase("todo/a", Some(Phase::Progressing));
+        m.phase_moved(Some(None), Some(Some(Phase::Progressing)));
+        m.phase_moved(Some(Some(Phase::Progressing)), Some(Some(Phase::Progressing)));
         assert_eq!((phase_count(&m, "Unknown"), phase_count(&m, "Progressing")), (0, 2));
-        m.observe_phase("todo/b", Some(Phase::Ready));
-        m.forget_phase("todo/a");
-        m.forget_phase("todo/never-seen");
+        m.phase_moved(Some(Some(Phase::Progressing)), Some(Some(Phase::Ready)));
+        m.phase_moved(Some(Some(Phase::Progressing)), None);
         assert_eq!((phase_count(&m, "Progressing"), phase_count(&m, "Ready")), (0, 1));
-        m.reset_phases([("todo/c".to_string(), Some(Phase::Invalid))]);
+        m.set_phases([Some(Phase::Invalid)]);
         assert_eq!((phase_count(&m, "Ready"), phase_count(&m, "Invalid")), (0, 1));
     }
 }

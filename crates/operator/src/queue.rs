@@ -1,17 +1,14 @@
-//! The Controller's work queue: Microservices waiting for a reconcile, each once, handed to kube-runtime's scheduler
-//! a few at a time. The scheduler keeps a request of some hundreds of bytes per object (the object reference twice,
-//! in a hash table and a delay queue that never shrink); fed every change of a burst (N creates, a resync of all N)
-//! it held one per Microservice, about 0.8 KiB each at 3,000. Waiting here costs a key, as controller-runtime's
-//! workqueue does.
+//! The work queue: Microservices waiting for a reconcile, each once, handed to the workers as they free up
+//! (`controller::run_workers`). Waiting here costs a key, as controller-runtime's workqueue does (kube-runtime's
+//! scheduler, which fed its Controller before, kept some hundreds of bytes per object in tables that never shrink).
 //!
 //! A key handed over stays `released` until a reconcile of it starts: a change meanwhile is not queued again, since
-//! the reconcile reads the caches when it starts and so sees it. The scheduler never holds more than `in_flight`
-//! keys, so none of its requests is merged with another and every released key is started or reported missing
-//! ([`WorkQueue::started`] either way).
+//! the reconcile reads the caches when it starts and so sees it. At most `in_flight` keys are released at once, and
+//! every released key is started, or found missing, which starts it too ([`WorkQueue::started`]).
 //!
-//! A reconcile that asks to run again later (a held-back status step) waits here too ([`WorkQueue::add_after`]),
-//! not as a requeue in the scheduler: while thousands of rollouts share the progress budget, nearly every one of
-//! them waits so. Any reconcile of the object before then decides again, so a start forgets the wait.
+//! A reconcile that asks to run again later (a held-back status step, a retry after a temporary failure) waits here
+//! too ([`WorkQueue::add_after`]): while thousands of rollouts share the progress budget, nearly every one of them
+//! waits so. Any reconcile of the object before then decides again, so a start forgets the wait.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::future::Future;
@@ -25,7 +22,7 @@ use kube::runtime::reflector::ObjectRef;
 use microservice_core::crd::Microservice;
 use tokio::time::{Instant, Sleep};
 
-/// Keys waiting and keys in the scheduler, by `namespace/name`.
+/// Keys waiting and keys released to the workers, by `namespace/name`.
 #[derive(Debug)]
 pub struct WorkQueue {
     state: Mutex<State>,
@@ -44,7 +41,7 @@ struct State {
 }
 
 impl State {
-    /// Queues `key` now unless it is queued or in the scheduler already.
+    /// Queues `key` now unless it is queued or released already.
     fn enqueue(&mut self, key: String) -> bool {
         self.forget_delay(&key);
         if self.released.contains(&key) || self.waiting.contains(&key) {
@@ -83,8 +80,8 @@ impl State {
 }
 
 impl WorkQueue {
-    /// At most `in_flight` keys in the scheduler at once: a few times the Controller's concurrency keeps every
-    /// worker busy while some of them are held behind a reconcile of the same object.
+    /// At most `in_flight` keys released at once: a few times the workers' concurrency keeps every worker busy while
+    /// some of them are held behind a reconcile of the same object.
     pub fn new(in_flight: usize) -> WorkQueue {
         WorkQueue { state: Mutex::default(), in_flight: in_flight.max(1) }
     }
@@ -120,7 +117,7 @@ impl WorkQueue {
         state.wake();
     }
 
-    /// A reconcile of `key` started, or the Controller found no such object: the key leaves the scheduler's count,
+    /// A reconcile of `key` started (or found no such object): the key leaves the released count,
     /// a wait for it is forgotten (the reconcile decides again), and a change from now on queues it again.
     pub fn started(&self, key: &str) {
         let mut state = self.lock();
@@ -135,12 +132,12 @@ impl WorkQueue {
         self.lock().delayed.len()
     }
 
-    /// Keys waiting (not yet handed to the scheduler).
+    /// Keys waiting (not yet handed to a worker).
     pub fn waiting(&self) -> usize {
         self.lock().order.len()
     }
 
-    /// The next key for the scheduler, if it has room for one; otherwise when the next delayed key is due.
+    /// The next key for a worker, if fewer than `in_flight` are out; otherwise when the next delayed key is due.
     fn poll_release(&self, cx: &mut Context<'_>) -> Result<ObjectRef<Microservice>, Option<Instant>> {
         let mut state = self.lock();
         let next_due = state.promote(Instant::now());
@@ -148,9 +145,9 @@ impl WorkQueue {
             && let Some(key) = state.order.pop_front()
         {
             state.waiting.remove(&key);
-            let object = match key.split_once('/') {
-                Some((namespace, name)) => ObjectRef::new(name).within(namespace),
-                None => ObjectRef::new(&key),
+            let object = match split(&key) {
+                ("", name) => ObjectRef::new(name),
+                (namespace, name) => ObjectRef::new(name).within(namespace),
             };
             state.released.insert(key);
             return Ok(object);
@@ -159,7 +156,7 @@ impl WorkQueue {
         Err(next_due)
     }
 
-    /// What the Controller reads its requests from; it never ends.
+    /// What the workers read their keys from; it never ends.
     pub fn stream(self: Arc<Self>) -> impl Stream<Item = ObjectRef<Microservice>> + Send + 'static {
         Released { queue: self, timer: Box::pin(tokio::time::sleep(Duration::ZERO)), armed: None }
     }
@@ -203,9 +200,9 @@ pub fn key(namespace: &str, name: &str) -> String {
     format!("{namespace}/{name}")
 }
 
-/// The queue's key of a reference.
-pub fn key_of<K: kube::runtime::reflector::Lookup + ?Sized>(object: &ObjectRef<K>) -> String {
-    key(object.namespace.as_deref().unwrap_or_default(), &object.name)
+/// The namespace and name of a `namespace/name` key (a name alone for a key without a namespace).
+pub fn split(key: &str) -> (&str, &str) {
+    key.split_once('/').unwrap_or(("", key))
 }
 
 #[cfg(test)]
@@ -213,6 +210,10 @@ mod tests {
     use super::*;
     use futures::StreamExt;
     use futures::task::noop_waker_ref;
+
+    fn key_of(object: &ObjectRef<Microservice>) -> String {
+        key(object.namespace.as_deref().unwrap_or_default(), &object.name)
+    }
 
     fn next(queue: &Arc<WorkQueue>) -> Option<String> {
         let mut cx = Context::from_waker(noop_waker_ref());
@@ -233,14 +234,14 @@ mod tests {
     }
 
     #[test]
-    fn the_scheduler_holds_at_most_in_flight_keys_until_reconciles_start() {
+    fn at_most_in_flight_keys_are_released_until_reconciles_start() {
         let queue = Arc::new(WorkQueue::new(2));
         for name in ["a", "b", "c"] {
             queue.add("ns", name);
         }
         assert_eq!(next(&queue).as_deref(), Some("ns/a"));
         assert_eq!(next(&queue).as_deref(), Some("ns/b"));
-        assert_eq!(next(&queue), None, "two are in the scheduler; the third waits");
+        assert_eq!(next(&queue), None, "two are released; the third waits");
         queue.started("ns/a");
         assert_eq!(next(&queue).as_deref(), Some("ns/c"));
     }
@@ -258,7 +259,7 @@ mod tests {
     }
 
     #[test]
-    fn a_key_the_controller_could_not_find_frees_its_place() {
+    fn a_key_whose_object_is_gone_frees_its_place() {
         let queue = Arc::new(WorkQueue::new(1));
         queue.add("ns", "gone");
         queue.add("ns", "b");

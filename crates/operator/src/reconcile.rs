@@ -10,8 +10,6 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
-use kube::runtime::controller::Action;
-use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 use tracing::{info, instrument};
@@ -53,37 +51,38 @@ pub fn key(ms: &Microservice) -> String {
     crate::queue::key(&ms.namespace().unwrap_or_default(), &ms.name_any())
 }
 
-#[instrument(skip_all, fields(object = %key(&ms), generation = ms.metadata.generation.unwrap_or_default()))]
-pub async fn reconcile(ms: Arc<Microservice>, ctx: Arc<Context>) -> Result<Action> {
-    let key = key(&ms);
+/// Reconciles `namespace/name` as the cache holds it when the reconcile starts; `None` if the cache has no such
+/// Microservice (deleted since it was queued). Temporary errors are for the caller to retry; permanent ones were
+/// recorded in status and wait for a change.
+#[instrument(skip_all, fields(object = %crate::queue::key(namespace, name), generation = tracing::field::Empty))]
+pub async fn reconcile(ctx: &Context, namespace: &str, name: &str) -> Option<Result<()>> {
+    let key = crate::queue::key(namespace, name);
     // Before the lock: a change from now on may need a reconcile after this one.
     ctx.queue.started(&key);
-    // One reconcile of an object at a time, whether the Controller or the Ready lane runs it.
+    // One reconcile of an object at a time, whether a worker or the Ready lane runs it.
     let _held = ctx.locks.lock(&key).await;
     // The CR as cached now, not as it was when this reconcile was queued: a reconcile that held the lock meanwhile
-    // may have written status, and its memo is forgotten once the watch shows it, so the older copy would send a
+    // may have written status, and its memo is forgotten once the watch shows it, so an older copy would send a
     // stale resourceVersion precondition (409) and retry with backoff.
-    let ms = ctx.microservices.get(&ObjectRef::from_obj(&*ms)).unwrap_or(ms);
+    let mut ms = ctx.microservices.get(namespace, name)?;
+    tracing::Span::current().record("generation", ms.metadata.generation.unwrap_or_default());
     // The CR as the server holds it after this replica's own last status write, if the cache lags behind it.
-    let ms = match ctx.written.overlay(&key, ms.metadata.resource_version.as_deref().unwrap_or_default()) {
-        Some((version, status)) => {
-            let mut current = Microservice::clone(&ms);
-            current.metadata.resource_version = Some(version);
-            current.status = Some(status);
-            Arc::new(current)
-        }
-        None => ms,
-    };
+    if let Some((version, status)) =
+        ctx.written.overlay(&key, ms.metadata.resource_version.as_deref().unwrap_or_default())
+    {
+        ms.metadata.resource_version = Some(version);
+        ms.status = Some(status);
+    }
     let _worker = ctx.metrics.worker_started();
     let started = std::time::Instant::now();
-    let outcome = match converge(&ms, &ctx).await {
-        Ok(action) => {
+    let outcome = match converge(&ms, ctx).await {
+        Ok(()) => {
             ctx.backoff.succeeded(&key);
-            Ok(action)
+            Ok(())
         }
         Err(err) if err.is_temporary() => Err(err),
-        // Permanent: say so in status (once) so the user sees it; the error policy then waits for a change.
-        Err(err) => record_permanent(&ms, &ctx, &err).await.and(Err(err)),
+        // Permanent: say so in status (once) so the user sees it; then wait for a change.
+        Err(err) => record_permanent(&ms, ctx, &err).await.and(Err(err)),
     };
     match &outcome {
         Ok(_) => ctx.metrics.reconciled("success", started.elapsed()),
@@ -92,14 +91,14 @@ pub async fn reconcile(ms: Arc<Microservice>, ctx: Arc<Context>) -> Result<Actio
             ctx.metrics.failed(err.kind(), !err.is_temporary());
         }
     }
-    outcome
+    Some(outcome)
 }
 
-async fn converge(ms: &Microservice, ctx: &Context) -> Result<Action> {
+async fn converge(ms: &Microservice, ctx: &Context) -> Result<()> {
     if ms.metadata.deletion_timestamp.is_some() {
         // Being deleted (e.g. `--cascade=orphan` waits on the orphan finalizer while the garbage collector strips
         // ownerReferences): writing children now would re-attach them to an owner about to vanish.
-        return Ok(Action::await_change());
+        return Ok(());
     }
     let now = now();
     let previous = ms.status.clone().unwrap_or_default();
@@ -132,10 +131,9 @@ async fn converge(ms: &Microservice, ctx: &Context) -> Result<Action> {
         emit_status_events(ms, ctx, &previous, &new).await;
     }
     if let StatusWrite::Later(after) = written {
-        // In the work queue, not the scheduler: see `queue`.
         ctx.queue.add_after(&ms.namespace().unwrap_or_default(), &ms.name_any(), after);
     }
-    Ok(Action::await_change())
+    Ok(())
 }
 
 /// Converges the children to the last accepted generation's contract (while the current one is refused).
@@ -219,7 +217,7 @@ where
             let read = api.get_opt(name).await.map_err(|e| Error::api(format!("read {} {name}", K::KIND), e))?;
             let Some(obj) = read else { return Ok(None) };
             let view = K::view(&obj, desired.and_then(|d| judge(d, &obj)));
-            cache.wrote(view.clone(), K::view_meta);
+            cache.wrote::<K>(view.clone());
             Ok(Some(Arc::new(view)))
         }
     }
@@ -339,7 +337,7 @@ where
                 // An annotation is no managed field: the verdict of the object before still holds.
                 let verdict = current.as_deref().and_then(|v| K::view_meta(v).verdict.clone());
                 let view = K::view(&cleaned, verdict);
-                cache.wrote(view.clone(), K::view_meta);
+                cache.wrote::<K>(view.clone());
                 Some(Arc::new(view))
             }
             Write::Delete { uid } => {
@@ -378,7 +376,7 @@ where
     let basis = crate::children::basis(ms, written.meta());
     let verdict = judge_watched(desired, written).map(|v| Verdict { basis, ..v });
     let view = K::view_watched(written, verdict);
-    cache.wrote(view.clone(), K::view_meta);
+    cache.wrote::<K>(view.clone());
     Arc::new(view)
 }
 

@@ -13,8 +13,6 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use kube::runtime::watcher;
-
 use microservice_core::crd::{Microservice, MicroserviceSpec, MicroserviceStatus};
 use microservice_core::desired::CONTAINER_NAME;
 
@@ -63,31 +61,18 @@ impl WatchedMicroservice {
     /// The Microservice as the cache keeps it: without the last-applied annotation (a copy of the spec nothing here
     /// reads), and its conditions' reasons and messages shared with every other cached Microservice that tells the
     /// same words.
-    fn cached(self, texts: &mut Interner) -> Microservice {
-        let mut metadata = self.metadata;
-        if let Some(annotations) = metadata.annotations.as_mut() {
+    pub fn trimmed(mut self, texts: &mut Interner) -> WatchedMicroservice {
+        if let Some(annotations) = self.metadata.annotations.as_mut() {
             annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
+            if annotations.is_empty() {
+                self.metadata.annotations = None;
+            }
         }
-        let mut status = self.status;
-        for condition in status.iter_mut().flat_map(|s| s.conditions.iter_mut()) {
+        for condition in self.status.iter_mut().flat_map(|s| s.conditions.iter_mut()) {
             condition.reason = texts.intern(&condition.reason);
             condition.message = texts.intern(&condition.message);
         }
-        Microservice { metadata, spec: self.spec, status }
-    }
-}
-
-/// The Microservice watch's events as the cache keeps them.
-pub fn microservice_event(
-    event: watcher::Event<WatchedMicroservice>,
-    texts: &mut Interner,
-) -> watcher::Event<Microservice> {
-    match event {
-        watcher::Event::Apply(w) => watcher::Event::Apply(w.cached(texts)),
-        watcher::Event::Delete(w) => watcher::Event::Delete(w.cached(texts)),
-        watcher::Event::Init => watcher::Event::Init,
-        watcher::Event::InitApply(w) => watcher::Event::InitApply(w.cached(texts)),
-        watcher::Event::InitDone => watcher::Event::InitDone,
+        self
     }
 }
 
@@ -281,7 +266,8 @@ mod tests {
         whole.metadata.annotations.as_mut().unwrap().remove("kubectl.kubernetes.io/last-applied-configuration");
         let mut texts = Interner::default();
         let decode = |texts: &mut Interner| {
-            serde_json::from_str::<WatchedMicroservice>(&sent.to_string()).unwrap().cached(texts)
+            let w = serde_json::from_str::<WatchedMicroservice>(&sent.to_string()).unwrap().trimmed(texts);
+            Microservice { metadata: w.metadata, spec: w.spec, status: w.status }
         };
         let cached = decode(&mut texts);
         assert_eq!(cached, whole);
@@ -291,5 +277,16 @@ mod tests {
         assert!(conditions[0].message.ptr_eq(&conditions[1].message));
         assert!(conditions[0].reason.ptr_eq(&other.status.as_ref().unwrap().conditions[1].reason));
         assert_eq!(texts.len(), 2);
+    }
+
+    #[test]
+    fn annotations_that_held_only_last_applied_are_dropped_whole() {
+        let sent = json!({
+            "metadata": {"name": "a", "namespace": "todo",
+                "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}"}},
+            "spec": {"image": "x", "port": 80}
+        });
+        let w = serde_json::from_value::<WatchedMicroservice>(sent).unwrap().trimmed(&mut Interner::default());
+        assert_eq!(w.metadata.annotations, None);
     }
 }
