@@ -437,14 +437,14 @@ async fn run_lane(
     requests
         .for_each_concurrent(LANE_CONCURRENCY, |object| {
             let (ctx, triggers) = (ctx.clone(), triggers.clone());
-            async move {
+            spawned(async move {
                 let namespace = object.namespace.clone().unwrap_or_default();
                 triggers.taken(&namespace, &object.name);
                 // A later step it asks for is in the work queue already (`reconcile`); a failure is retried there.
                 if let Some(Err(_)) = reconcile::reconcile(&ctx, &namespace, &object.name).await {
                     ctx.queue.add(&namespace, &object.name);
                 }
-            }
+            })
         })
         .await;
 }
@@ -467,15 +467,25 @@ async fn run_workers(config: &Config, context: Arc<Context>, stop: impl Future<O
         .take_until(stop)
         .for_each_concurrent(concurrency, |object| {
             let ctx = context.clone();
-            async move {
+            spawned(async move {
                 let namespace = object.namespace.as_deref().unwrap_or_default();
                 if let Some(Err(err)) = reconcile::reconcile(&ctx, namespace, &object.name).await {
                     retry_or_wait(&ctx, namespace, &object.name, &err);
                 }
-            }
+            })
         })
         .await;
     info!("Microservice controller stopped");
+}
+
+/// Runs one reconcile as a task of its own, so reconciles run on every runtime thread, not only on the one that
+/// polls the stream of keys; completes when it does.
+async fn spawned(reconcile: impl Future<Output = ()> + Send + 'static) {
+    if let Err(err) = tokio::spawn(reconcile).await
+        && err.is_panic()
+    {
+        warn!(error = %err, "a reconcile panicked");
+    }
 }
 
 /// Aborts the cache tasks when the operator stops, however it stops.
