@@ -301,7 +301,7 @@ mod tests {
     const SHA: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
     fn spec(image: &str, port: i32, replicas: Option<i32>) -> MicroserviceSpec {
-        MicroserviceSpec { image: image.to_string(), port, replicas, autoscaling: None }
+        MicroserviceSpec { image: image.into(), port, replicas, autoscaling: None }
     }
 
     fn autoscaled(min: Option<i32>, max: i32, cpu: Option<i32>) -> MicroserviceSpec {

@@ -100,8 +100,8 @@ pub const NAME_RULE_MESSAGE: &str = "metadata.name must also name the Microservi
 pub struct MicroserviceSpec {
     /// Container image with an explicit tag or digest, e.g. ghcr.io/example/todo-api:1.4.2. The platform
     /// accepts only its allowed repositories and refuses mutable tags such as `latest`.
-    #[schemars(length(max = 512))]
-    pub image: String,
+    #[schemars(with = "String", length(max = 512))]
+    pub image: SharedText,
     /// Port the application listens on inside the container (unprivileged: 1024-65535).
     #[schemars(range(min = 1024, max = 65535))]
     pub port: i32,
@@ -160,10 +160,12 @@ pub struct MicroserviceStatus {
     /// "ready/desired", for `kubectl get`; while the observed generation rolls out, only its own available replicas
     /// count as ready.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replicas_summary: Option<String>,
+    #[schemars(with = "Option<String>")]
+    pub replicas_summary: Option<SharedText>,
     /// The image every replica runs: set once a rollout completes, kept while the next one runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub image: Option<String>,
+    #[schemars(with = "Option<String>")]
+    pub image: Option<SharedText>,
     /// The contract of the newest generation the platform accepted: while a later generation is refused, the
     /// children are kept (and repaired) at this, so an invalid spec never takes the service down.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -175,7 +177,8 @@ pub struct MicroserviceStatus {
 #[serde(rename_all = "camelCase")]
 pub struct AcceptedContract {
     pub generation: i64,
-    pub image: String,
+    #[schemars(with = "String")]
+    pub image: SharedText,
     pub port: i32,
     /// The fixed number of pods; with `autoscaling`, the autoscaler's minimum.
     pub replicas: i32,

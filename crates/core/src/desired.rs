@@ -347,7 +347,7 @@ mod tests {
     use crate::crd::{Autoscaling, MicroserviceSpec};
 
     fn spec() -> MicroserviceSpec {
-        MicroserviceSpec { image: String::new(), port: 8080, replicas: None, autoscaling: None }
+        MicroserviceSpec { image: "".into(), port: 8080, replicas: None, autoscaling: None }
     }
 
     #[test]

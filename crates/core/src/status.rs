@@ -105,7 +105,7 @@ pub fn compute_status(
         _ => ready_replicas,
     };
     let image = match &outcome {
-        Outcome::Complete(image) | Outcome::ServiceMissing(image) => Some(image.clone()),
+        Outcome::Complete(image) | Outcome::ServiceMissing(image) => Some(image.as_str().into()),
         _ => previous.image.clone(),
     };
 
@@ -115,7 +115,7 @@ pub fn compute_status(
         conditions,
         ready_replicas,
         replicas,
-        replicas_summary: desired_replicas.map(|d| format!("{}/{d}", summary_ready.unwrap_or(0))),
+        replicas_summary: desired_replicas.map(|d| format!("{}/{d}", summary_ready.unwrap_or(0)).into()),
         image,
         last_accepted: last_accepted(contract, generation, &previous),
     }
@@ -244,7 +244,7 @@ pub fn last_accepted(
     match (contract, generation) {
         (Ok(c), Some(generation)) => Some(AcceptedContract {
             generation,
-            image: c.image.clone(),
+            image: c.image.as_str().into(),
             port: c.port,
             replicas: c.scaling.floor(),
             autoscaling: c.scaling.autoscaling().map(AutoscalingBounds::to_spec),

@@ -47,10 +47,25 @@ use microservice_core::ownership::ChildKind;
 use microservice_core::profile::PlatformProfile;
 use microservice_core::shared_text::SharedText;
 
+/// A desired object's digest as its `desired-digest` annotation writes it (16 hex digits, `desired::with_digest`),
+/// kept as the number: a verdict per cached child holds one. None for any other text, which matches nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Digest(Option<u64>);
+
+impl Digest {
+    pub fn of_text(text: &str) -> Digest {
+        Digest(u64::from_str_radix(text, 16).ok())
+    }
+
+    pub fn matches(self, other: Digest) -> bool {
+        self.0.is_some() && self == other
+    }
+}
+
 /// The managed fields that differ, judged against the desired object whose digest is `desired_digest`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Verdict {
-    pub desired_digest: String,
+    pub desired_digest: Digest,
     pub changed: Vec<String>,
     /// What the watch judged it on (see [`basis`]); None when judged elsewhere.
     pub basis: Option<u64>,
@@ -101,14 +116,15 @@ fn basis_of(ms_uid: Option<&Uid>, ms_generation: Option<i64>, child: &ObjectMeta
 pub struct Owner {
     pub uid: Uid,
     pub kind: SharedText,
-    pub name: String,
+    /// The child's own name text when the same (a Microservice's children are named after it).
+    pub name: SharedText,
     pub api_version: SharedText,
 }
 
 /// What ownership needs of a child's metadata.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ChildMeta {
-    pub name: String,
+    pub name: SharedText,
     pub namespace: SharedText,
     pub uid: Uid,
     /// resourceVersion as a number (0 when the server's is not one): only to keep a newer cached state.
@@ -126,14 +142,15 @@ fn version_of(meta: &ObjectMeta) -> u64 {
 
 impl ChildMeta {
     fn of(meta: &ObjectMeta, verdict: Option<Verdict>) -> ChildMeta {
+        let name = SharedText::from(meta.name.as_deref().unwrap_or_default());
         let controller = meta.owner_references.iter().flatten().find(|r| r.controller == Some(true)).map(|r| Owner {
             uid: Uid::parse(&r.uid),
             kind: r.kind.as_str().into(),
-            name: r.name.clone(),
+            name: if r.name == *name { name.clone() } else { r.name.as_str().into() },
             api_version: r.api_version.as_str().into(),
         });
         ChildMeta {
-            name: meta.name.clone().unwrap_or_default(),
+            name,
             namespace: meta.namespace.as_deref().unwrap_or_default().into(),
             uid: Uid::parse(meta.uid.as_deref().unwrap_or_default()),
             version: version_of(meta),
@@ -156,14 +173,14 @@ impl ChildMeta {
     /// The metadata `ownership::ownership` reads, rebuilt.
     pub fn object_meta(&self) -> ObjectMeta {
         ObjectMeta {
-            name: Some(self.name.clone()),
+            name: Some(self.name.to_string()),
             namespace: Some(self.namespace.to_string()),
             uid: Some(self.uid.to_string()),
             owner_references: self.controller.as_ref().map(|o| {
                 vec![OwnerReference {
                     api_version: o.api_version.to_string(),
                     kind: o.kind.to_string(),
-                    name: o.name.clone(),
+                    name: o.name.to_string(),
                     uid: o.uid.to_string(),
                     controller: Some(true),
                     block_owner_deletion: None,
@@ -469,8 +486,8 @@ pub fn exact(kind: ChildKind) -> Exact {
     }
 }
 
-pub fn digest_of<K: Resource>(obj: &K) -> String {
-    obj.meta().annotations.as_ref().and_then(|a| a.get(DESIRED_DIGEST_ANNOTATION)).cloned().unwrap_or_default()
+pub fn digest_of<K: Resource>(obj: &K) -> Digest {
+    Digest::of_text(obj.meta().annotations.as_ref().and_then(|a| a.get(DESIRED_DIGEST_ANNOTATION)).map_or("", |d| d))
 }
 
 /// The managed fields of `live` that differ from `desired`, and the extras in the exact parts, exactly as a
@@ -486,14 +503,14 @@ pub fn judge_watched<K: Child>(desired: &K, live: &K::Watched) -> Option<Verdict
 
 fn judge_against<K: Child>(desired: &K, have: Value) -> Option<Verdict> {
     let want = serde_json::to_value(desired).ok()?;
-    Some(judge_values::<K>(&digest_of(desired), &want, &have))
+    Some(judge_values::<K>(digest_of(desired), &want, &have))
 }
 
-pub fn judge_values<K: Child>(digest: &str, want: &Value, have: &Value) -> Verdict {
+pub fn judge_values<K: Child>(digest: Digest, want: &Value, have: &Value) -> Verdict {
     let mut changed = drift::differs(want, have);
     changed.extend(drift::extras(exact(K::KIND), want, have).into_iter().map(|e| e.path));
-    let applied = have["metadata"]["annotations"][DESIRED_DIGEST_ANNOTATION].as_str() == Some(digest);
-    Verdict { desired_digest: digest.to_string(), changed, basis: None, applied }
+    let applied = have["metadata"]["annotations"][DESIRED_DIGEST_ANNOTATION].as_str().map(Digest::of_text);
+    Verdict { desired_digest: digest, changed, basis: None, applied: applied.is_some_and(|a| a.matches(digest)) }
 }
 
 /// Objects per page of a watch's (re-)list, where the server does not serve streaming lists (see `initial_list`). A
@@ -894,7 +911,7 @@ mod tests {
 
     fn verdict(digest: &str, changed: &[&str], applied: bool) -> Verdict {
         Verdict {
-            desired_digest: digest.into(),
+            desired_digest: Digest::of_text(digest),
             changed: changed.iter().map(|c| c.to_string()).collect(),
             basis: None,
             applied,
@@ -953,11 +970,19 @@ mod tests {
             serde_json::json!({"metadata": {"annotations": {DESIRED_DIGEST_ANNOTATION: "d1"}}, "spec": {"a": 1}});
         let edited =
             serde_json::json!({"metadata": {"annotations": {DESIRED_DIGEST_ANNOTATION: "d1"}}, "spec": {"a": 2}});
-        let judged = judge_values::<Service>("d1", &want, &edited);
+        let judged = judge_values::<Service>(Digest::of_text("d1"), &want, &edited);
         assert!(judged.applied && judged.repair_due());
         let older =
             serde_json::json!({"metadata": {"annotations": {DESIRED_DIGEST_ANNOTATION: "d0"}}, "spec": {"a": 2}});
-        assert!(!judge_values::<Service>("d1", &want, &older).applied);
+        assert!(!judge_values::<Service>(Digest::of_text("d1"), &want, &older).applied);
+    }
+
+    #[test]
+    fn a_digest_is_its_number_and_any_other_text_matches_nothing() {
+        assert!(Digest::of_text("00c0ffee00c0ffee").matches(Digest::of_text("00c0ffee00c0ffee")));
+        assert!(!Digest::of_text("00c0ffee00c0ffee").matches(Digest::of_text("00c0ffee00c0fffe")));
+        assert!(!Digest::of_text("").matches(Digest::of_text("")));
+        assert!(!Digest::of_text("not-a-digest").matches(Digest::default()));
     }
 
     #[test]

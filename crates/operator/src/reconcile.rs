@@ -16,7 +16,7 @@ use tracing::{info, instrument};
 
 use crate::answer::{self, Versioned};
 use crate::children::{
-    Cached, Child, ChildCache, DeploymentView, Verdict, digest_of, exact, judge, judge_values, judge_watched,
+    Cached, Child, ChildCache, DeploymentView, Digest, Verdict, digest_of, exact, judge, judge_values, judge_watched,
 };
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -190,7 +190,7 @@ async fn converge_children(
         let plan = plan_autoscaler_removal(
             ms,
             &name,
-            live.as_deref().map(|v| live_of::<HorizontalPodAutoscaler>(v, "")).as_ref(),
+            live.as_deref().map(|v| live_of::<HorizontalPodAutoscaler>(v, Digest::default())).as_ref(),
         );
         perform(ms, ctx, &ctx.hpas, &name, live, plan, None, report).await?;
     }
@@ -248,9 +248,9 @@ impl Report {
 
 /// A cached child as the plan sees it; its verdict counts only when judged against the desired object whose
 /// digest is `digest`.
-fn live_of<K: Child>(view: &K::View, digest: &str) -> Live {
+fn live_of<K: Child>(view: &K::View, digest: Digest) -> Live {
     let meta = K::view_meta(view);
-    let changed = meta.verdict.as_ref().filter(|v| v.desired_digest == digest).map(|v| v.changed.clone());
+    let changed = meta.verdict.as_ref().filter(|v| v.desired_digest.matches(digest)).map(|v| v.changed.clone());
     Live { meta: meta.object_meta(), changed }
 }
 
@@ -271,14 +271,14 @@ where
     let kind = K::KIND;
     let name = desired.name_any();
     let digest = digest_of(desired);
-    let mut live = view.as_deref().map(|v| live_of::<K>(v, &digest));
+    let mut live = view.as_deref().map(|v| live_of::<K>(v, digest));
     let mut plan = planner(live.as_ref());
     let mut fetched = None;
     if let (ChildPlan::Judge, Some(cached), Some(live)) = (&plan, &view, &mut live) {
         let namespace = ms.namespace().unwrap_or_default();
         let api: Api<K> = Api::namespaced(ctx.client.clone(), &namespace);
         let full = api.get(&name).await.map_err(|e| Error::api(format!("read {kind} {name}"), e))?;
-        let judged = judge_values::<K>(&digest, &to_value(desired)?, &to_value(&full)?);
+        let judged = judge_values::<K>(digest, &to_value(desired)?, &to_value(&full)?);
         cache.judged(&namespace, &name, &K::view_meta(cached).uid, judged.clone(), K::view_meta_mut);
         live.changed = Some(judged.changed);
         fetched = Some(full);

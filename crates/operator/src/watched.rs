@@ -59,8 +59,8 @@ pub struct WatchedMicroservice {
 
 impl WatchedMicroservice {
     /// The Microservice as the cache keeps it: without the last-applied annotation (a copy of the spec nothing here
-    /// reads), and its conditions' reasons and messages shared with every other cached Microservice that tells the
-    /// same words.
+    /// reads), and its texts shared with every other cached Microservice that tells the same: its conditions'
+    /// reasons and messages, its images (spec, status and last accepted) and its ready/desired summary.
     pub fn trimmed(mut self, texts: &mut Interner) -> WatchedMicroservice {
         if let Some(annotations) = self.metadata.annotations.as_mut() {
             annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
@@ -68,9 +68,18 @@ impl WatchedMicroservice {
                 self.metadata.annotations = None;
             }
         }
-        for condition in self.status.iter_mut().flat_map(|s| s.conditions.iter_mut()) {
-            condition.reason = texts.intern(&condition.reason);
-            condition.message = texts.intern(&condition.message);
+        self.spec.image = texts.intern(&self.spec.image);
+        if let Some(status) = self.status.as_mut() {
+            for condition in &mut status.conditions {
+                condition.reason = texts.intern(&condition.reason);
+                condition.message = texts.intern(&condition.message);
+            }
+            for text in [status.image.as_mut(), status.replicas_summary.as_mut()].into_iter().flatten() {
+                *text = texts.intern(text);
+            }
+            if let Some(accepted) = status.last_accepted.as_mut() {
+                accepted.image = texts.intern(&accepted.image);
+            }
         }
         self
     }
@@ -254,7 +263,10 @@ mod tests {
                 "managedFields": [{"manager": "kubectl", "operation": "Apply", "fieldsV1": {"f:spec": {}}}]
             },
             "spec": {"image": "ghcr.io/example/todo-api:1.4.2", "port": 8080},
-            "status": {"observedGeneration": 2, "phase": "Ready", "conditions": [
+            "status": {"observedGeneration": 2, "phase": "Ready", "image": "ghcr.io/example/todo-api:1.4.2",
+              "replicasSummary": "2/2",
+              "lastAccepted": {"generation": 2, "image": "ghcr.io/example/todo-api:1.4.2", "port": 8080, "replicas": 2},
+              "conditions": [
                 {"type": "Progressing", "status": "False", "reason": "RolloutComplete", "message": "rolled out",
                  "observedGeneration": 2, "lastTransitionTime": "2026-12-06T05:00:00Z"},
                 {"type": "Ready", "status": "True", "reason": "RolloutComplete", "message": "rolled out",
@@ -276,7 +288,13 @@ mod tests {
         let conditions = &cached.status.as_ref().unwrap().conditions;
         assert!(conditions[0].message.ptr_eq(&conditions[1].message));
         assert!(conditions[0].reason.ptr_eq(&other.status.as_ref().unwrap().conditions[1].reason));
-        assert_eq!(texts.len(), 2);
+        let status = cached.status.as_ref().unwrap();
+        let accepted = status.last_accepted.as_ref().unwrap();
+        assert!(cached.spec.image.ptr_eq(status.image.as_ref().unwrap()) && cached.spec.image.ptr_eq(&accepted.image));
+        assert!(
+            status.replicas_summary.as_ref().unwrap().ptr_eq(other.status.unwrap().replicas_summary.as_ref().unwrap())
+        );
+        assert_eq!(texts.len(), 4, "a reason, a message, an image, a summary");
     }
 
     #[test]

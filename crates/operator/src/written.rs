@@ -23,13 +23,16 @@ struct Entry {
 
 #[derive(Debug, Default)]
 pub struct WrittenStatuses {
-    by_object: Mutex<HashMap<String, Entry>>,
+    /// Boxed, so a table a burst of writes grew holds a pointer per slot, not a status.
+    by_object: Mutex<HashMap<String, Box<Entry>>>,
     last_write: Mutex<LastWrites>,
 }
 
 #[derive(Debug, Default)]
 struct LastWrites {
-    at: HashMap<String, Instant>,
+    /// By the hash of the key: a write's time is kept for every Microservice written in the last five minutes
+    /// (all N of a wave), and two keys sharing a 64-bit hash would only space one's progress steps by the other's.
+    at: HashMap<u64, Instant>,
     /// The size at which old entries are dropped next: twice what was left at the last pruning, so a wave of 10,000
     /// writes prunes a handful of times, not at every write.
     prune_at: usize,
@@ -57,15 +60,15 @@ impl WrittenStatuses {
 
     pub fn record(&self, key: &str, written_version: &str, status: &MicroserviceStatus) {
         let mut by_object = self.by_object.lock().unwrap_or_else(|p| p.into_inner());
-        by_object
-            .insert(key.to_string(), Entry { written_version: written_version.to_string(), status: status.clone() });
+        let entry = Entry { written_version: written_version.to_string(), status: status.clone() };
+        by_object.insert(key.to_string(), Box::new(entry));
         drop(by_object);
         let now = Instant::now();
         let mut last = self.last_write.lock().unwrap_or_else(|p| p.into_inner());
         if last.at.len() >= last.prune_at.max(1024) {
             last.prune(now);
         }
-        last.at.insert(key.to_string(), now);
+        last.at.insert(hash(key), now);
     }
 
     /// The watch showed `version` of the CR: a write up to it is no longer in flight. True when that version is
@@ -77,6 +80,7 @@ impl WrittenStatuses {
         let own = by_object.get(key).is_some_and(|e| e.written_version == version);
         if own {
             by_object.remove(key);
+            shrink(&mut by_object);
         }
         own
     }
@@ -84,24 +88,43 @@ impl WrittenStatuses {
     /// Forgets the write (the CR was deleted, or a write over this memo failed its precondition: someone else
     /// changed the CR, so the cache is what to trust).
     pub fn forget(&self, key: &str) {
-        self.by_object.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
+        let mut by_object = self.by_object.lock().unwrap_or_else(|p| p.into_inner());
+        by_object.remove(key);
+        shrink(&mut by_object);
     }
 
     /// Keeps only the Microservices `exists` still knows (called on resync, in case a deletion was missed).
     pub fn retain(&self, exists: impl Fn(&str) -> bool) {
-        self.by_object.lock().unwrap_or_else(|p| p.into_inner()).retain(|key, _| exists(key));
+        let mut by_object = self.by_object.lock().unwrap_or_else(|p| p.into_inner());
+        by_object.retain(|key, _| exists(key));
+        shrink(&mut by_object);
+        drop(by_object);
         self.last_write.lock().unwrap_or_else(|p| p.into_inner()).prune(Instant::now());
     }
 
     /// How long ago this replica last wrote the CR's status, if recently.
     pub fn since_last_write(&self, key: &str) -> Option<Duration> {
         let last = self.last_write.lock().unwrap_or_else(|p| p.into_inner());
-        last.at.get(key).map(Instant::elapsed).filter(|d| *d < REMEMBER_WRITES)
+        last.at.get(&hash(key)).map(Instant::elapsed).filter(|d| *d < REMEMBER_WRITES)
     }
 
     /// Writes in flight (not yet seen by the watch).
     pub fn in_flight(&self) -> usize {
         self.by_object.lock().map(|m| m.len()).unwrap_or(0)
+    }
+}
+
+fn hash(key: &str) -> u64 {
+    use std::hash::{BuildHasher, RandomState};
+    // One state for the process, so a key hashes the same at every write and read.
+    static STATE: std::sync::LazyLock<RandomState> = std::sync::LazyLock::new(RandomState::new);
+    STATE.hash_one(key)
+}
+
+/// Gives back the table a burst of writes grew, once most of it is empty.
+fn shrink<V>(map: &mut HashMap<String, V>) {
+    if map.capacity() > 1024 && map.len() * 4 < map.capacity() {
+        map.shrink_to(map.len() * 2);
     }
 }
 
@@ -130,5 +153,21 @@ mod tests {
         memo.record("todo/c", "7", &status(Phase::Ready));
         memo.retain(|key| key != "todo/c");
         assert_eq!(memo.overlay("todo/c", "6"), None, "deleted CRs are forgotten");
+    }
+
+    #[test]
+    fn a_burst_of_writes_seen_gives_back_its_table() {
+        let memo = WrittenStatuses::default();
+        let keys: Vec<String> = (0..5000).map(|i| format!("todo/ms-{i}")).collect();
+        for key in &keys {
+            memo.record(key, "1", &status(Phase::Progressing));
+        }
+        let grown = memo.by_object.lock().unwrap().capacity();
+        for key in &keys {
+            assert!(memo.seen(key, "1"));
+        }
+        assert_eq!(memo.in_flight(), 0);
+        assert!(memo.by_object.lock().unwrap().capacity() < grown / 4, "the table a burst grew stays grown");
+        assert!(keys.iter().all(|k| memo.since_last_write(k).is_some()), "the times of the writes stay");
     }
 }

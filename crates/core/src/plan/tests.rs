@@ -318,7 +318,7 @@ fn status(phase: Phase, ready: i32, reason: &str) -> MicroserviceStatus {
             message: format!("{ready} ready").into(),
         }],
         ready_replicas: Some(ready),
-        replicas_summary: Some(format!("{ready}/3")),
+        replicas_summary: Some(format!("{ready}/3").into()),
         ..MicroserviceStatus::default()
     }
 }

@@ -180,11 +180,7 @@ fn old_replica_set_ready_pods_never_make_the_new_generation_ready() {
             "{name}: the rolled-out image stays until the rollout completes"
         );
         assert_eq!(status.observed_generation, Some(2), "{name}");
-        assert_eq!(
-            status.replicas_summary,
-            Some(count.to_string()),
-            "{name}: the Replicas column counts the new version"
-        );
+        assert_eq!(status.replicas_summary, Some(count.into()), "{name}: the Replicas column counts the new version");
     }
     let done = run(&ms(IMAGE_V2, 2, Some(previous)), Some(&complete(2, IMAGE_V2).build()), true, &at(90));
     assert_eq!(done.phase, Some(Phase::Ready));
@@ -225,7 +221,7 @@ fn a_paused_deployment_with_a_pending_change_says_so_and_how_to_resume() {
 fn the_last_accepted_contract_survives_refused_generations() {
     let accepted = run(&ms(IMAGE_V1, 1, None), Some(&complete(1, IMAGE_V1).build()), true, &at(0));
     let expected =
-        AcceptedContract { generation: 1, image: IMAGE_V1.to_string(), port: 8080, replicas: 2, autoscaling: None };
+        AcceptedContract { generation: 1, image: IMAGE_V1.into(), port: 8080, replicas: 2, autoscaling: None };
     assert_eq!(accepted.last_accepted.as_ref(), Some(&expected));
     // Generation 2 is refused (a mutable tag) and generation 3 too: generation 1's contract is what runs.
     let refused = run(&ms("ghcr.io/example/todo-api:latest", 2, Some(accepted)), None, false, &at(1));
@@ -235,7 +231,7 @@ fn the_last_accepted_contract_survives_refused_generations() {
     assert_eq!(again.last_accepted.as_ref(), Some(&expected));
     // A valid generation replaces it, even before it rolls out.
     let fixed = run(&ms(IMAGE_V2, 4, Some(again)), None, false, &at(3));
-    assert_eq!(fixed.last_accepted.map(|c| (c.generation, c.image)), Some((4, IMAGE_V2.to_string())));
+    assert_eq!(fixed.last_accepted.map(|c| (c.generation, c.image)), Some((4, IMAGE_V2.into())));
     // Never accepted: nothing to keep.
     assert_eq!(run(&ms("ghcr.io/example/todo-api:latest", 1, None), None, false, &at(0)).last_accepted, None);
 }

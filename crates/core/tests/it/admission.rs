@@ -140,7 +140,7 @@ fn specs() -> impl Strategy<Value = MicroserviceSpec> {
         prop_oneof![Just(9090), Just(8080), Just(1023), Just(1024), Just(65535), Just(65536), any::<i32>(), 0..70000];
     let replicas = prop_oneof![Just(None), (-2..25).prop_map(Some)];
     (images(), port, replicas).prop_map(|(image, port, replicas)| MicroserviceSpec {
-        image,
+        image: image.into(),
         port,
         replicas,
         autoscaling: None,

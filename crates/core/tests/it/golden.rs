@@ -87,7 +87,7 @@ proptest! {
         let (base_deployment, base_service) = children(&baseline, &PlatformProfile::default());
         for image in [&image, &other] {
             let mut ms = baseline.clone();
-            ms.spec.image = image.clone();
+            ms.spec.image = image.as_str().into();
             let (deployment, service) = children(&ms, &profile_for(image));
             let selector = &deployment["spec"]["selector"];
             prop_assert_eq!(selector, &base_deployment["spec"]["selector"]);
