@@ -669,19 +669,18 @@ impl<V: Clone> ChildCache<V> {
     /// What this replica just wrote or read (a create's or an apply's answer, an object known only by name), unless
     /// the watch already showed that object at this version or later, or showed it deleted.
     pub fn wrote<K: Child<View = V>>(&self, mut view: V) {
-        let meta = K::view_meta;
-        if self.tombstones.lock().unwrap_or_else(|p| p.into_inner()).contains(&meta(&view).uid) {
+        if self.tombstones.lock().unwrap_or_else(|p| p.into_inner()).contains(&K::view_meta(&view).uid) {
             return;
         }
         // The watch skips the echo of this version (`echoes_cached`): a Service may never send another.
         self.share_texts::<K>(&mut view);
-        let m = meta(&view);
+        let m = K::view_meta(&view);
         let k = key(&m.namespace, &m.name);
         let mut entries = self.write();
         let newer = match entries.views.get(&k) {
             None => true,
             Some(old) => {
-                let o = meta(old);
+                let o = K::view_meta(old);
                 o.uid == m.uid && o.version != 0 && m.version > o.version
             }
         };

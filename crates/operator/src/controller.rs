@@ -160,11 +160,16 @@ fn spawn_microservice_cache(
             let mut stream = std::pin::pin!(stream);
             let mut texts = Interner::default();
             let mut listing: Option<HashMap<Box<str>, Arc<Kept>>> = None;
+            // What the cache keeps of an event's object, and whether it is the echo of this replica's status write.
+            let mut file = |ms: WatchedMicroservice| {
+                let (key, kept) = Kept::of(ms.trimmed(&mut texts));
+                let own_write = written.seen(&key, kept.resource_version.as_deref().unwrap_or(""));
+                (key, kept, own_write)
+            };
             while let Some(event) = stream.next().await {
                 match event {
                     Ok(watcher::Event::Apply(ms)) => {
-                        let (key, kept) = Kept::of(ms.trimmed(&mut texts));
-                        let own_write = written.seen(&key, kept.resource_version.as_deref().unwrap_or(""));
+                        let (key, kept, own_write) = file(ms);
                         let phase = kept.phase();
                         let before = cache.apply(key.clone(), kept);
                         metrics.phase_moved(before.map(|b| b.phase()), Some(phase));
@@ -181,8 +186,7 @@ fn spawn_microservice_cache(
                     }
                     Ok(watcher::Event::Init) => listing = Some(HashMap::new()),
                     Ok(watcher::Event::InitApply(ms)) => {
-                        let (key, kept) = Kept::of(ms.trimmed(&mut texts));
-                        written.seen(&key, kept.resource_version.as_deref().unwrap_or(""));
+                        let (key, kept, _) = file(ms);
                         if let Some(listed) = listing.as_mut() {
                             listed.insert(key.into_boxed_str(), Arc::new(kept));
                         }
