@@ -31,7 +31,7 @@ use tokio::sync::watch;
 use tracing::warn;
 
 use crate::interner::Interner;
-use crate::microservices::Microservices;
+use crate::microservices::{Kept, Microservices};
 use crate::queue::key;
 use crate::uid::Uid;
 use crate::watched::{SpecFields, WatchedDeployment};
@@ -721,16 +721,15 @@ fn tied(meta: &ObjectMeta) -> bool {
     labelled || controlled || handed_over
 }
 
-/// The drift verdict of `obj` against its Microservice's desired object; the one `before` carries is kept while its
-/// basis (what drift reads) has not moved, so an event that changed only status costs no desired build.
+/// The drift verdict of `obj` against the desired object of its Microservice `ms`; the one `before` carries is kept
+/// while its basis (what drift reads) has not moved, so an event that changed only status costs no desired build.
 fn verdict_for<K: Child>(
-    microservices: &Microservices,
+    ms: &Kept,
     profile: &PlatformProfile,
     obj: &K::Watched,
     before: Option<&K::View>,
 ) -> Option<Verdict> {
     let (namespace, name) = (obj.meta().namespace.as_deref().unwrap_or_default(), obj.name_any());
-    let ms = microservices.kept(namespace, &name)?;
     let basis = basis_of(ms.uid.as_ref(), ms.generation, obj.meta());
     let kept = before.and_then(|v| K::view_meta(v).verdict.as_ref()).filter(|v| basis.is_some() && v.basis == basis);
     if let Some(verdict) = kept {
@@ -742,12 +741,11 @@ fn verdict_for<K: Child>(
 
 /// The event shows the very version the cache holds: the echo of a write this replica remembered from the server's
 /// answer (`ChildCache::wrote`). The view would come out the same and the reconcile that wrote it saw it already.
-fn echoes_cached<K: Child>(cache: &ChildCache<K::View>, obj: &K::Watched) -> bool {
+fn echoes_cached<K: Child>(cache: &ChildCache<K::View>, k: &str, obj: &K::Watched) -> bool {
     let meta = obj.meta();
     let version = version_of(meta);
-    let k = key(meta.namespace.as_deref().unwrap_or_default(), meta.name.as_deref().unwrap_or_default());
     let entries = cache.read();
-    entries.views.get(&k).is_some_and(|v| {
+    entries.views.get(k).is_some_and(|v| {
         let m = K::view_meta(v);
         version != 0 && m.version == version && meta.uid.as_deref().is_some_and(|u| m.uid.is(u))
     })
@@ -766,9 +764,9 @@ fn same_but_version<K: Child>(after: &K::View, before: &K::View) -> bool {
     after == *before
 }
 
-/// Where a change of a child sends its Microservice.
-pub trait Route<V>: Fn(&str, &str, Option<&V>) + Send + Sync + 'static {}
-impl<V, F: Fn(&str, &str, Option<&V>) + Send + Sync + 'static> Route<V> for F {}
+/// Where a change of a child sends its Microservice (by its `namespace/name` key).
+pub trait Route<V>: Fn(&str, Option<&V>) + Send + Sync + 'static {}
+impl<V, F: Fn(&str, Option<&V>) + Send + Sync + 'static> Route<V> for F {}
 
 /// Watches one child kind into `cache`, judging drift against the Microservices in `microservices`, and calls
 /// `route` with every change (`None` for a deletion) of a name some Microservice has. Runs until aborted.
@@ -785,26 +783,28 @@ pub async fn run<K: Child>(
     let mut stream = std::pin::pin!(stream);
     // A child whose name no Microservice has (someone else's Deployment in a busy namespace) gives nothing to
     // reconcile: a Microservice created later is reconciled by its own event and finds the object in the cache.
-    let ours = |namespace: &str, name: &str| microservices.contains(namespace, name);
-    let route = |namespace: &str, name: &str, view: Option<&K::View>| {
-        if ours(namespace, name) {
-            route(namespace, name, view);
+    let route_ours = |k: &str, view: Option<&K::View>| {
+        if microservices.contains(k) {
+            route(k, view);
         }
     };
-    let judge_one =
-        |obj: &K::Watched, before: Option<&K::View>| verdict_for::<K>(&microservices, &profile, obj, before);
     // A view for what a Microservice has or may soon ask about (and what had one already); the rest by name only.
-    let view_of = |obj: &K::Watched| -> (String, Option<Arc<K::View>>) {
-        let namespace = obj.meta().namespace.as_deref().unwrap_or_default();
-        let k = key(namespace, &obj.name_any());
-        let before = cache.read().views.get(&k).cloned();
-        let keep = before.is_some() || ours(namespace, &obj.name_any()) || tied(obj.meta());
+    // Also whether a Microservice has the name: the one lookup an event needs.
+    let view_of = |k: &str, obj: &K::Watched| -> (Option<Arc<K::View>>, bool) {
+        let ms = microservices.kept(k);
+        let before = cache.read().views.get(k).cloned();
+        let keep = before.is_some() || ms.is_some() || tied(obj.meta());
         let view = keep.then(|| {
-            let mut view = K::view_watched(obj, judge_one(obj, before.as_deref()));
+            let verdict = ms.as_deref().and_then(|ms| verdict_for::<K>(ms, &profile, obj, before.as_deref()));
+            let mut view = K::view_watched(obj, verdict);
             cache.share_texts::<K>(&mut view);
             Arc::new(view)
         });
-        (k, view)
+        (view, ms.is_some())
+    };
+    let key_of = |obj: &K::Watched| {
+        let meta = obj.meta();
+        key(meta.namespace.as_deref().unwrap_or_default(), meta.name.as_deref().unwrap_or_default())
     };
     let mut listing: Option<Entries<K::View>> = None;
     while let Some(event) = stream.next().await {
@@ -812,7 +812,8 @@ pub async fn run<K: Child>(
             Ok(watcher::Event::Init) => listing = Some(Entries::default()),
             Ok(watcher::Event::InitApply(obj)) => {
                 if let Some(listing) = listing.as_mut() {
-                    let (k, view) = view_of(&obj);
+                    let k = key_of(&obj);
+                    let (view, _) = view_of(&k, &obj);
                     listing.file(k, view);
                 }
             }
@@ -820,29 +821,29 @@ pub async fn run<K: Child>(
                 let (views, gone) = cache.relisted(listing.take().unwrap_or_default());
                 for view in views {
                     let m = K::view_meta(&view);
-                    route(&m.namespace, &m.name, Some(&view));
+                    route_ours(&key(&m.namespace, &m.name), Some(&view));
                 }
                 for k in gone {
-                    if let Some((namespace, name)) = k.split_once('/') {
-                        route(namespace, name, None);
-                    }
+                    route_ours(&k, None);
                 }
             }
             Ok(watcher::Event::Apply(obj)) => {
-                if echoes_cached::<K>(&cache, &obj) {
+                let k = key_of(&obj);
+                if echoes_cached::<K>(&cache, &k, &obj) {
                     continue;
                 }
-                let (k, view) = view_of(&obj);
+                let (view, ours) = view_of(&k, &obj);
+                let routed = ours.then(|| k.clone());
                 let before = cache.write().file(k, view.clone());
-                if let Some(view) = view.filter(|v| before.is_none_or(|b| !same_but_version::<K>(v, &b))) {
-                    let m = K::view_meta(&view);
-                    route(&m.namespace, &m.name, Some(&view));
+                let changed = view.filter(|v| before.is_none_or(|b| !same_but_version::<K>(v, &b)));
+                if let (Some(k), Some(view)) = (routed, changed) {
+                    route(&k, Some(&view));
                 }
             }
             Ok(watcher::Event::Delete(obj)) => {
                 let (namespace, name) = (obj.namespace().unwrap_or_default(), obj.name_any());
                 cache.deleted(&namespace, &name, obj.uid(), K::view_meta);
-                route(&namespace, &name, None);
+                route_ours(&key(&namespace, &name), None);
             }
             Err(err) => warn!(child = %kind, error = %err, "watch failed; retrying with backoff"),
         }

@@ -12,7 +12,6 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::Api;
-use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use tokio::sync::{mpsc, watch};
@@ -77,7 +76,8 @@ impl Default for Config {
     }
 }
 
-type Lane = mpsc::UnboundedSender<ObjectRef<Microservice>>;
+/// The Ready lane's requests: `namespace/name` keys.
+type Lane = mpsc::UnboundedSender<String>;
 
 /// Where changes go: the running workers' queue, and the Ready lane; nowhere while this replica is a
 /// standby (its caches stay warm; on taking over, every Microservice is reconciled anyway).
@@ -110,31 +110,26 @@ impl Triggers {
         }
     }
 
-    fn reconcile(&self, namespace: &str, name: &str) {
+    /// Queues a reconcile of the Microservice with this `namespace/name` key.
+    fn reconcile(&self, key: &str) {
         if let Some(queue) = self.queue.lock().ok().as_ref().and_then(|q| q.as_ref()) {
-            queue.add(namespace, name);
+            queue.add(key);
         }
-    }
-
-    fn reconcile_key(&self, key: &str) {
-        let (namespace, name) = queue::split(key);
-        self.reconcile(namespace, name);
     }
 
     /// A Deployment's rollout completed: its Microservice's Ready is due, ahead of the work queue.
-    fn urgent(&self, namespace: &str, name: &str) {
+    fn urgent(&self, key: &str) {
         let lane = self.lane.lock().ok().and_then(|l| l.clone());
-        let Some(lane) = lane else { return self.reconcile(namespace, name) };
-        let key = queue::key(namespace, name);
-        let fresh = self.lane_pending.lock().map(|mut p| p.insert(key)).unwrap_or(true);
+        let Some(lane) = lane else { return self.reconcile(key) };
+        let fresh = self.lane_pending.lock().map(|mut p| p.insert(key.to_string())).unwrap_or(true);
         if fresh {
-            let _ = lane.send(ObjectRef::new(name).within(namespace));
+            let _ = lane.send(key.to_string());
         }
     }
 
-    fn taken(&self, namespace: &str, name: &str) {
+    fn taken(&self, key: &str) {
         if let Ok(mut pending) = self.lane_pending.lock() {
-            pending.remove(&queue::key(namespace, name));
+            pending.remove(key);
         }
     }
 }
@@ -175,7 +170,7 @@ fn spawn_microservice_cache(
                         metrics.phase_moved(before.map(|b| b.phase()), Some(phase));
                         // The echo of this replica's own status write tells the reconciler nothing it did not know.
                         if !own_write {
-                            triggers.reconcile_key(&key);
+                            triggers.reconcile(&key);
                         }
                     }
                     Ok(watcher::Event::Delete(ms)) => {
@@ -198,7 +193,7 @@ fn spawn_microservice_cache(
                         cache.relisted(listed);
                         // A listed object is reconciled regardless: the list may follow a gap in the watch.
                         for key in keys {
-                            triggers.reconcile_key(&key);
+                            triggers.reconcile(&key);
                         }
                     }
                     Err(err) => warn!(error = %err, "Microservice watch failed; retrying with backoff"),
@@ -228,9 +223,9 @@ where
 {
     let cache = Arc::new(ChildCache::default());
     let kind = K::kind(&());
-    let route = move |namespace: &str, name: &str, view: Option<&K::View>| {
-        debug!(child = %kind, object = %format!("{namespace}/{name}"), "child changed; reconciling its Microservice");
-        if children::urgent::<K>(view) { triggers.urgent(namespace, name) } else { triggers.reconcile(namespace, name) }
+    let route = move |key: &str, view: Option<&K::View>| {
+        debug!(child = %kind, object = %key, "child changed; reconciling its Microservice");
+        if children::urgent::<K>(view) { triggers.urgent(key) } else { triggers.reconcile(key) }
     };
     health.watch_started();
     let task = tokio::spawn({
@@ -431,22 +426,17 @@ async fn lead(
 /// deleted or edited by someone (`children::urgent`), run at once beside the workers instead of behind
 /// everything the work queue holds (at start-up, N first reconciles; at a resync, all N).
 /// The same reconcile, under the same per-object lock; a reconcile that fails goes to the work queue.
-async fn run_lane(
-    requests: mpsc::UnboundedReceiver<ObjectRef<Microservice>>,
-    ctx: Arc<Context>,
-    triggers: Arc<Triggers>,
-) {
+async fn run_lane(requests: mpsc::UnboundedReceiver<String>, ctx: Arc<Context>, triggers: Arc<Triggers>) {
     let mut requests = requests;
     let requests = futures::stream::poll_fn(move |cx| requests.poll_recv(cx));
     requests
-        .for_each_concurrent(LANE_CONCURRENCY, |object| {
+        .for_each_concurrent(LANE_CONCURRENCY, |key| {
             let (ctx, triggers) = (ctx.clone(), triggers.clone());
             spawned(async move {
-                let namespace = object.namespace.clone().unwrap_or_default();
-                triggers.taken(&namespace, &object.name);
+                triggers.taken(&key);
                 // A later step it asks for is in the work queue already (`reconcile`); a failure is retried there.
-                if let Some(Err(_)) = reconcile::reconcile(&ctx, &namespace, &object.name).await {
-                    ctx.queue.add(&namespace, &object.name);
+                if let Some(Err(_)) = reconcile::reconcile(&ctx, &key).await {
+                    ctx.queue.add(&key);
                 }
             })
         })
@@ -469,12 +459,11 @@ async fn run_workers(config: &Config, context: Arc<Context>, stop: impl Future<O
         .clone()
         .stream()
         .take_until(stop)
-        .for_each_concurrent(concurrency, |object| {
+        .for_each_concurrent(concurrency, |key| {
             let ctx = context.clone();
             spawned(async move {
-                let namespace = object.namespace.as_deref().unwrap_or_default();
-                if let Some(Err(err)) = reconcile::reconcile(&ctx, namespace, &object.name).await {
-                    retry_or_wait(&ctx, namespace, &object.name, &err);
+                if let Some(Err(err)) = reconcile::reconcile(&ctx, &key).await {
+                    retry_or_wait(&ctx, &key, &err);
                 }
             })
         })
@@ -506,8 +495,7 @@ impl Drop for AbortOnDrop {
 /// Every cached Microservice into the work queue (each once, however many changes are queued already).
 fn queue_all(ctx: &Context) {
     for key in ctx.microservices.keys() {
-        let (namespace, name) = queue::split(&key);
-        ctx.queue.add(namespace, name);
+        ctx.queue.add(&key);
     }
 }
 
@@ -516,27 +504,26 @@ fn queue_all(ctx: &Context) {
 async fn resync(period: Duration, ctx: Arc<Context>) {
     loop {
         tokio::time::sleep(period).await;
-        ctx.written.retain(|key| ctx.microservices.contains_key(key));
+        ctx.written.retain(|key| ctx.microservices.contains(key));
         queue_all(&ctx);
     }
 }
 
 /// Temporary errors retry with this object's backoff; permanent ones were already recorded in status by the
 /// reconcile and wait for a change.
-fn retry_or_wait(ctx: &Context, namespace: &str, name: &str, err: &Error) {
-    let key = queue::key(namespace, name);
+fn retry_or_wait(ctx: &Context, key: &str, err: &Error) {
     match err.class() {
         Class::Temporary { retry_after } => {
-            let delay = ctx.backoff.failed(&key, retry_after);
+            let delay = ctx.backoff.failed(key, retry_after);
             warn!(
                 object = %key,
                 error_kind = err.kind(),
                 error = %err,
                 retry_in_ms = delay.as_millis() as u64,
-                attempt = ctx.backoff.failures(&key),
+                attempt = ctx.backoff.failures(key),
                 "reconcile failed; retrying with backoff"
             );
-            ctx.queue.add_after(namespace, name, delay);
+            ctx.queue.add_after(key, delay);
         }
         Class::Permanent => {
             warn!(object = %key, error_kind = err.kind(), error = %err, "reconcile failed permanently; {}", err.next_step());

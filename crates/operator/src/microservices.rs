@@ -91,23 +91,20 @@ impl Microservices {
         self.entries.write().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The Microservice `namespace/name`, whole.
-    pub fn get(&self, namespace: &str, name: &str) -> Option<Microservice> {
-        let kept = self.kept(namespace, name)?;
+    /// The Microservice with this `namespace/name` key, whole.
+    pub fn get(&self, key: &str) -> Option<Microservice> {
+        let kept = self.kept(key)?;
+        let (namespace, name) = queue::split(key);
         Some(kept.expand(namespace, name))
     }
 
-    /// The Microservice `namespace/name` as kept.
-    pub fn kept(&self, namespace: &str, name: &str) -> Option<Arc<Kept>> {
-        self.read().get(queue::key(namespace, name).as_str()).cloned()
+    /// The Microservice with this `namespace/name` key, as kept.
+    pub fn kept(&self, key: &str) -> Option<Arc<Kept>> {
+        self.read().get(key).cloned()
     }
 
-    pub fn contains(&self, namespace: &str, name: &str) -> bool {
-        self.contains_key(&queue::key(namespace, name))
-    }
-
-    /// Whether the cache holds the Microservice of this `namespace/name` key.
-    pub fn contains_key(&self, key: &str) -> bool {
+    /// Whether the cache holds the Microservice with this `namespace/name` key.
+    pub fn contains(&self, key: &str) -> bool {
         self.read().contains_key(key)
     }
 
@@ -207,11 +204,12 @@ mod tests {
         let cache = Microservices::default();
         let (key, kept) = Kept::of(watched(full()));
         assert!(cache.apply(key.clone(), kept).is_none());
-        assert!(cache.contains("todo", "todo-api"));
-        assert!(!cache.contains("other", "todo-api"));
-        let ms = cache.get("todo", "todo-api").expect("cached");
+        assert!(cache.contains("todo/todo-api"));
+        assert!(!cache.contains("other/todo-api"));
+        let ms = cache.get("todo/todo-api").expect("cached");
+        assert_eq!((ms.metadata.namespace.as_deref(), ms.metadata.name.as_deref()), (Some("todo"), Some("todo-api")));
         assert_eq!(ms.metadata.generation, Some(3));
-        assert_eq!(cache.kept("todo", "todo-api").and_then(|k| k.phase()), Some(Phase::Ready));
+        assert_eq!(cache.kept("todo/todo-api").and_then(|k| k.phase()), Some(Phase::Ready));
         assert_eq!(cache.keys(), vec![Box::from("todo/todo-api")]);
         assert!(cache.delete(&key).is_some());
         assert!(cache.is_empty());

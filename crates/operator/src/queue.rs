@@ -18,8 +18,6 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use futures::Stream;
-use kube::runtime::reflector::ObjectRef;
-use microservice_core::crd::Microservice;
 use tokio::time::{Instant, Sleep};
 
 /// Keys waiting and keys released to the workers, by `namespace/name`.
@@ -42,13 +40,13 @@ struct State {
 
 impl State {
     /// Queues `key` now unless it is queued or released already.
-    fn enqueue(&mut self, key: String) -> bool {
-        self.forget_delay(&key);
-        if self.released.contains(&key) || self.waiting.contains(&key) {
+    fn enqueue(&mut self, key: &str) -> bool {
+        self.forget_delay(key);
+        if self.released.contains(key) || self.waiting.contains(key) {
             return false;
         }
-        self.waiting.insert(key.clone());
-        self.order.push_back(key);
+        self.waiting.insert(key.to_string());
+        self.order.push_back(key.to_string());
         true
     }
 
@@ -66,7 +64,7 @@ impl State {
             }
             if let Some((_, key)) = self.due.pop_first() {
                 self.delayed.remove(&key);
-                self.enqueue(key);
+                self.enqueue(&key);
             }
         }
         None
@@ -90,29 +88,28 @@ impl WorkQueue {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Queues a reconcile of `namespace/name` unless one is queued already and has not started.
-    pub fn add(&self, namespace: &str, name: &str) {
+    /// Queues a reconcile of the `namespace/name` key unless one is queued already and has not started.
+    pub fn add(&self, key: &str) {
         let mut state = self.lock();
-        if state.enqueue(key(namespace, name)) {
+        if state.enqueue(key) {
             state.wake();
         }
     }
 
-    /// Queues a reconcile of `namespace/name` after `delay`, unless one is queued already or due sooner.
-    pub fn add_after(&self, namespace: &str, name: &str, delay: Duration) {
-        let key = key(namespace, name);
+    /// Queues a reconcile of the `namespace/name` key after `delay`, unless one is queued already or due sooner.
+    pub fn add_after(&self, key: &str, delay: Duration) {
         let at = Instant::now() + delay;
         let mut state = self.lock();
-        if state.released.contains(&key) || state.waiting.contains(&key) {
+        if state.released.contains(key) || state.waiting.contains(key) {
             return;
         }
-        match state.delayed.get(&key) {
+        match state.delayed.get(key) {
             Some(sooner) if *sooner <= at => return,
-            Some(_) => state.forget_delay(&key),
+            Some(_) => state.forget_delay(key),
             None => {}
         }
-        state.delayed.insert(key.clone(), at);
-        state.due.insert((at, key));
+        state.delayed.insert(key.to_string(), at);
+        state.due.insert((at, key.to_string()));
         // The stream may be sleeping until a later time.
         state.wake();
     }
@@ -138,26 +135,22 @@ impl WorkQueue {
     }
 
     /// The next key for a worker, if fewer than `in_flight` are out; otherwise when the next delayed key is due.
-    fn poll_release(&self, cx: &mut Context<'_>) -> Result<ObjectRef<Microservice>, Option<Instant>> {
+    fn poll_release(&self, cx: &mut Context<'_>) -> Result<String, Option<Instant>> {
         let mut state = self.lock();
         let next_due = state.promote(Instant::now());
         if state.released.len() < self.in_flight
             && let Some(key) = state.order.pop_front()
         {
             state.waiting.remove(&key);
-            let object = match split(&key) {
-                ("", name) => ObjectRef::new(name),
-                (namespace, name) => ObjectRef::new(name).within(namespace),
-            };
-            state.released.insert(key);
-            return Ok(object);
+            state.released.insert(key.clone());
+            return Ok(key);
         }
         state.waker = Some(cx.waker().clone());
         Err(next_due)
     }
 
-    /// What the workers read their keys from; it never ends.
-    pub fn stream(self: Arc<Self>) -> impl Stream<Item = ObjectRef<Microservice>> + Send + 'static {
+    /// What the workers read their `namespace/name` keys from; it never ends.
+    pub fn stream(self: Arc<Self>) -> impl Stream<Item = String> + Send + 'static {
         Released { queue: self, timer: Box::pin(tokio::time::sleep(Duration::ZERO)), armed: None }
     }
 }
@@ -170,12 +163,12 @@ struct Released {
 }
 
 impl Stream for Released {
-    type Item = ObjectRef<Microservice>;
+    type Item = String;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         loop {
             let next_due = match self.queue.poll_release(cx) {
-                Ok(object) => return Poll::Ready(Some(object)),
+                Ok(key) => return Poll::Ready(Some(key)),
                 Err(next_due) => next_due,
             };
             let Some(at) = next_due else {
@@ -211,22 +204,18 @@ mod tests {
     use futures::StreamExt;
     use futures::task::noop_waker_ref;
 
-    fn key_of(object: &ObjectRef<Microservice>) -> String {
-        key(object.namespace.as_deref().unwrap_or_default(), &object.name)
-    }
-
     fn next(queue: &Arc<WorkQueue>) -> Option<String> {
         let mut cx = Context::from_waker(noop_waker_ref());
-        queue.poll_release(&mut cx).ok().map(|object| key_of(&object))
+        queue.poll_release(&mut cx).ok()
     }
 
     #[test]
     fn a_burst_of_changes_to_one_object_queues_it_once() {
         let queue = Arc::new(WorkQueue::new(4));
         for _ in 0..3 {
-            queue.add("ns", "a");
+            queue.add("ns/a");
         }
-        queue.add("ns", "b");
+        queue.add("ns/b");
         assert_eq!(queue.waiting(), 2);
         assert_eq!(next(&queue).as_deref(), Some("ns/a"));
         assert_eq!(next(&queue).as_deref(), Some("ns/b"));
@@ -237,7 +226,7 @@ mod tests {
     fn at_most_in_flight_keys_are_released_until_reconciles_start() {
         let queue = Arc::new(WorkQueue::new(2));
         for name in ["a", "b", "c"] {
-            queue.add("ns", name);
+            queue.add(&key("ns", name));
         }
         assert_eq!(next(&queue).as_deref(), Some("ns/a"));
         assert_eq!(next(&queue).as_deref(), Some("ns/b"));
@@ -249,20 +238,20 @@ mod tests {
     #[test]
     fn a_change_before_the_reconcile_starts_is_not_queued_again_and_one_after_it_is() {
         let queue = Arc::new(WorkQueue::new(4));
-        queue.add("ns", "a");
+        queue.add("ns/a");
         assert_eq!(next(&queue).as_deref(), Some("ns/a"));
-        queue.add("ns", "a");
+        queue.add("ns/a");
         assert_eq!(queue.waiting(), 0, "the released request will read the change when it starts");
         queue.started("ns/a");
-        queue.add("ns", "a");
+        queue.add("ns/a");
         assert_eq!(next(&queue).as_deref(), Some("ns/a"), "a change after the start needs a reconcile of its own");
     }
 
     #[test]
     fn a_key_whose_object_is_gone_frees_its_place() {
         let queue = Arc::new(WorkQueue::new(1));
-        queue.add("ns", "gone");
-        queue.add("ns", "b");
+        queue.add("ns/gone");
+        queue.add("ns/b");
         assert_eq!(next(&queue).as_deref(), Some("ns/gone"));
         assert_eq!(next(&queue), None);
         queue.started("ns/gone");
@@ -274,13 +263,13 @@ mod tests {
         let queue = Arc::new(WorkQueue::new(1));
         let mut stream = queue.clone().stream();
         let reader = tokio::spawn(async move {
-            let first = stream.next().await.map(|o| key_of(&o));
-            let second = stream.next().await.map(|o| key_of(&o));
+            let first = stream.next().await;
+            let second = stream.next().await;
             (first, second)
         });
         tokio::task::yield_now().await;
-        queue.add("ns", "a");
-        queue.add("ns", "b");
+        queue.add("ns/a");
+        queue.add("ns/b");
         tokio::task::yield_now().await;
         queue.started("ns/a");
         let (first, second) = reader.await.expect("the reader ends after two keys");
@@ -291,13 +280,13 @@ mod tests {
     async fn a_delayed_key_is_released_when_its_time_comes() {
         let queue = Arc::new(WorkQueue::new(4));
         let mut stream = queue.clone().stream();
-        queue.add_after("ns", "later", Duration::from_secs(5));
-        queue.add_after("ns", "sooner", Duration::from_secs(1));
+        queue.add_after("ns/later", Duration::from_secs(5));
+        queue.add_after("ns/sooner", Duration::from_secs(1));
         let started = Instant::now();
-        let first = stream.next().await.map(|o| key_of(&o));
+        let first = stream.next().await;
         assert_eq!(first.as_deref(), Some("ns/sooner"));
         assert_eq!(started.elapsed(), Duration::from_secs(1));
-        let second = stream.next().await.map(|o| key_of(&o));
+        let second = stream.next().await;
         assert_eq!(second.as_deref(), Some("ns/later"));
         assert_eq!(started.elapsed(), Duration::from_secs(5));
         assert_eq!(queue.delayed(), 0);
@@ -306,18 +295,18 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_sooner_reason_wins_and_a_reconcile_forgets_the_wait() {
         let queue = Arc::new(WorkQueue::new(4));
-        queue.add_after("ns", "a", Duration::from_secs(30));
-        queue.add_after("ns", "a", Duration::from_secs(60));
-        queue.add_after("ns", "a", Duration::from_secs(2));
+        queue.add_after("ns/a", Duration::from_secs(30));
+        queue.add_after("ns/a", Duration::from_secs(60));
+        queue.add_after("ns/a", Duration::from_secs(2));
         assert_eq!(queue.delayed(), 1, "one wait per key, the soonest");
         tokio::time::advance(Duration::from_secs(2)).await;
         assert_eq!(next(&queue).as_deref(), Some("ns/a"));
 
-        queue.add_after("ns", "b", Duration::from_secs(10));
+        queue.add_after("ns/b", Duration::from_secs(10));
         queue.started("ns/b");
         assert_eq!(queue.delayed(), 0, "the reconcile that started decides again whether to wait");
-        queue.add_after("ns", "c", Duration::from_secs(10));
-        queue.add("ns", "c");
+        queue.add_after("ns/c", Duration::from_secs(10));
+        queue.add("ns/c");
         assert_eq!((queue.delayed(), queue.waiting()), (0, 1), "a change queues it now, once");
     }
 }
