@@ -639,16 +639,16 @@ impl<V> ChildCache<V> {
         (views, gone)
     }
 
-    /// Forgets the object `uid` that was deleted, and remembers its uid so a late create's answer stays out.
-    fn deleted(&self, namespace: &str, name: &str, uid: Option<String>, meta: impl Fn(&V) -> &ChildMeta) {
+    /// Forgets the object `uid` (under the `namespace/name` key `k`) that was deleted, and remembers its uid so a
+    /// late create's answer stays out.
+    fn deleted(&self, k: &str, uid: Option<String>, meta: impl Fn(&V) -> &ChildMeta) {
         {
             let mut entries = self.write();
-            let k = key(namespace, name);
             // Only the object that was deleted: a newer one of the same name (recreated) stays.
-            if entries.views.get(&k).is_some_and(|v| uid.as_deref().is_some_and(|u| meta(v).uid.is(u))) {
-                entries.views.remove(&k);
+            if entries.views.get(k).is_some_and(|v| uid.as_deref().is_some_and(|u| meta(v).uid.is(u))) {
+                entries.views.remove(k);
             }
-            entries.foreign.remove(&k);
+            entries.foreign.remove(k);
         }
         if let Some(uid) = uid {
             let mut tombstones = self.tombstones.lock().unwrap_or_else(|p| p.into_inner());
@@ -841,9 +841,9 @@ pub async fn run<K: Child>(
                 }
             }
             Ok(watcher::Event::Delete(obj)) => {
-                let (namespace, name) = (obj.namespace().unwrap_or_default(), obj.name_any());
-                cache.deleted(&namespace, &name, obj.uid(), K::view_meta);
-                route_ours(&key(&namespace, &name), None);
+                let k = key_of(&obj);
+                cache.deleted(&k, obj.uid(), K::view_meta);
+                route_ours(&k, None);
             }
             Err(err) => warn!(child = %kind, error = %err, "watch failed; retrying with backoff"),
         }
