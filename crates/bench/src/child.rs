@@ -1,7 +1,10 @@
 //! The operator as a child process (the `bench-operator` binary beside this one), and what /proc says about it.
 
-use std::path::{Path, PathBuf};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -37,12 +40,13 @@ impl Usage {
 
 pub struct OperatorProcess {
     child: Child,
-    report: PathBuf,
+    /// The last reconcile count the child printed; -1 until it printed one.
+    reconciles: Arc<AtomicI64>,
 }
 
 impl OperatorProcess {
-    /// Starts `bench-operator` against `kubeconfig`; the child rewrites `report` with its reconcile count.
-    pub fn spawn(kubeconfig: &Path, resync: Duration, report: PathBuf) -> Result<Self> {
+    /// Starts `bench-operator` against `kubeconfig`; the child prints its reconcile count whenever it moved.
+    pub fn spawn(kubeconfig: &Path, resync: Duration) -> Result<Self> {
         let bench = std::env::current_exe().map_err(BenchError::io("cannot find this executable"))?;
         let exe = bench.with_file_name(OPERATOR_BINARY);
         if !exe.is_file() {
@@ -52,7 +56,6 @@ impl OperatorProcess {
                 exe.display()
             )));
         }
-        let _ = std::fs::remove_file(&report);
         // A profiler in front of the operator (e.g. BENCH_OPERATOR_WRAPPER=heaptrack): its figures then include the
         // profiler's own, so they are for finding where time or memory goes, not for the report.
         let mut command = match std::env::var_os("BENCH_OPERATOR_WRAPPER") {
@@ -70,24 +73,38 @@ impl OperatorProcess {
             .arg(NAMESPACE)
             .arg("--resync-interval")
             .arg(resync.as_secs().max(1).to_string())
-            .arg("--report-file")
-            .arg(&report)
+            .arg("--report")
             .env("RUST_LOG", std::env::var("BENCH_OPERATOR_LOG").unwrap_or_else(|_| "error".into()))
             .stdin(Stdio::null())
+            .stdout(Stdio::piped())
             .spawn()
             .map_err(BenchError::io("cannot start the operator process"))?;
-        Ok(OperatorProcess { child, report })
+        let mut child = child;
+        let reconciles = Arc::new(AtomicI64::new(-1));
+        if let Some(stdout) = child.stdout.take() {
+            let seen = reconciles.clone();
+            // Drained to its end, so the child never blocks on a full pipe; a profiler in front of it may print
+            // lines of its own, which are passed on.
+            std::thread::spawn(move || {
+                for line in BufReader::new(stdout).lines().map_while(std::result::Result::ok) {
+                    match parse_reconciles(&line) {
+                        Some(n) => seen.store(n, Ordering::Relaxed),
+                        None => println!("{line}"),
+                    }
+                }
+            });
+        }
+        Ok(OperatorProcess { child, reconciles })
     }
 
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
 
-    /// Reconciles the operator has finished (None until it first wrote its report).
+    /// Reconciles the operator has finished (None until it first told its count).
     pub fn reconciles(&self) -> Option<i64> {
-        let text = std::fs::read_to_string(&self.report).ok()?;
-        let value: serde_json::Value = serde_json::from_str(&text).ok()?;
-        value.get("reconciles")?.as_i64()
+        let n = self.reconciles.load(Ordering::Relaxed);
+        (n >= 0).then_some(n)
     }
 
     /// Fails when the child has exited (it should run until killed).
@@ -136,6 +153,11 @@ pub fn usage_of(pid: u32) -> Result<Usage> {
     })
 }
 
+/// The count of a `reconciles N` line.
+fn parse_reconciles(line: &str) -> Option<i64> {
+    line.strip_prefix("reconciles ")?.trim().parse().ok()
+}
+
 /// utime + stime (fields 14 and 15) of /proc/PID/stat; the command name (field 2) may contain spaces and
 /// parentheses, so fields are counted from the last `)`.
 fn parse_cpu_seconds(stat: &str) -> Option<f64> {
@@ -155,6 +177,13 @@ fn status_kib(status: &str, key: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reconcile_count_is_read_from_its_line_only() {
+        assert_eq!(parse_reconciles("reconciles 1042"), Some(1042));
+        assert_eq!(parse_reconciles("reconciles x"), None);
+        assert_eq!(parse_reconciles("heaptrack output will be written to ..."), None);
+    }
 
     #[test]
     fn cpu_time_is_counted_after_the_command_name() {

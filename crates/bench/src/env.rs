@@ -51,8 +51,6 @@ pub struct Env {
     pub observer: Observer,
     /// The operator's kubeconfig.
     pub kubeconfig: PathBuf,
-    /// Tells this cluster's files apart from another's in the same output directory.
-    tag: String,
     server: Server,
 }
 
@@ -130,7 +128,7 @@ impl Env {
         sim.write_kubeconfig(&kubeconfig)?;
         let observer = Observer::start(&sim);
         let refs = [microservices, deployments, services];
-        Ok(Env { server: Server::Sim { sim, refs }, kubeconfig, observer, tag })
+        Ok(Env { server: Server::Sim { sim, refs }, kubeconfig, observer })
     }
 
     async fn start_real() -> Result<Env> {
@@ -147,9 +145,8 @@ impl Env {
         install(&client).await?;
         let kubeconfig = plane.kubeconfig_for(OPERATOR_USER)?;
         let observer = Observer::watch(client.clone());
-        let tag = format!("real-{}", plane.url().rsplit(':').next().unwrap_or("0"));
         let audit = Mutex::new(AuditTally::default());
-        Ok(Env { server: Server::Real { plane: Box::new(plane), client, audit }, kubeconfig, observer, tag })
+        Ok(Env { server: Server::Real { plane: Box::new(plane), client, audit }, kubeconfig, observer })
     }
 
     pub fn backend(&self) -> Backend {
@@ -157,10 +154,6 @@ impl Env {
             Server::Sim { .. } => Backend::Kubesim,
             Server::Real { .. } => Backend::Real,
         }
-    }
-
-    pub fn tag(&self) -> &str {
-        &self.tag
     }
 
     /// Generous bounds for waits that scale with N (the machine is shared; on the real backend kube-apiserver,

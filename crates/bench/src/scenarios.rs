@@ -143,14 +143,14 @@ async fn from_converge(args: &RunArgs, n: usize, floor: Option<&FloorTimes>, out
     let wanted = |s: Scenario| args.wants(s);
     let mut reports = Vec::new();
     let env = Env::start(args.backend, out).await?;
-    let (report, op) = converge(&env, n, floor.map(|f| f.converge), out).await?;
+    let (report, op) = converge(&env, n, floor.map(|f| f.converge)).await?;
     if wanted(Scenario::Converge) {
         reports.push(report);
     }
     if !AFTER_CONVERGE.iter().any(|s| wanted(*s)) {
         return Ok(reports);
     }
-    let (report, mut op, started) = restart(&env, n, op, args, out).await?;
+    let (report, mut op, started) = restart(&env, n, op, args).await?;
     if wanted(Scenario::Restart) {
         reports.push(report);
     }
@@ -255,15 +255,11 @@ pub(crate) fn secs(d: Duration) -> String {
     format!("{:.2} s", d.as_secs_f64())
 }
 
-fn report_path(out: &Path, env: &Env, tag: &str) -> PathBuf {
-    out.join(format!("operator-{}-{tag}.json", env.tag()))
-}
-
-async fn converge(env: &Env, n: usize, floor_time: Option<Duration>, out: &Path) -> Result<(Report, OperatorProcess)> {
+async fn converge(env: &Env, n: usize, floor_time: Option<Duration>) -> Result<(Report, OperatorProcess)> {
     env.create_microservices(n).await?;
     let before = env.requests();
     let started = Instant::now();
-    let mut op = OperatorProcess::spawn(&env.kubeconfig, Duration::from_secs(300), report_path(out, env, "converge"))?;
+    let mut op = OperatorProcess::spawn(&env.kubeconfig, Duration::from_secs(300))?;
     let last_ready = env.wait_all_ready(n, 1, env.timeout_for(n), &mut op).await?;
     let took = last_ready.saturating_duration_since(started);
     env.wait_quiet(Duration::from_millis(500), Duration::from_secs(10)).await;
@@ -365,8 +361,7 @@ async fn unrelated(backend: Backend, n: usize, count: usize, converge_peak: Opti
     env.create_microservices(n).await?;
     let before = env.requests();
     let started = Instant::now();
-    let mut op =
-        OperatorProcess::spawn(&env.kubeconfig, Duration::from_secs(300), report_path(out, &env, "unrelated"))?;
+    let mut op = OperatorProcess::spawn(&env.kubeconfig, Duration::from_secs(300))?;
     let last_ready = env.wait_all_ready(n, 1, env.timeout_for(n + count / 10), &mut op).await?;
     let took = last_ready.saturating_duration_since(started);
     env.wait_quiet(Duration::from_millis(500), Duration::from_secs(10)).await;
@@ -402,13 +397,12 @@ async fn restart(
     n: usize,
     op: OperatorProcess,
     args: &RunArgs,
-    out: &Path,
 ) -> Result<(Report, OperatorProcess, Instant)> {
     op.kill()?;
     let before = env.requests();
     let started = Instant::now();
     let resync = Duration::from_secs(args.resync_interval);
-    let mut op = OperatorProcess::spawn(&env.kubeconfig, resync, report_path(out, env, "restart"))?;
+    let mut op = OperatorProcess::spawn(&env.kubeconfig, resync)?;
     let mut r = Report::new("restart", n);
     // Every object is queued by the initial list; the queue has drained once the count has reached N and then
     // stopped moving (the operator's report is rewritten every 20 ms).
