@@ -8,52 +8,64 @@
 //! Known limit: a field the operator used to set and no longer desires is not reported (server-side apply
 //! removes it on the next apply caused by any other change).
 
+use std::fmt::Write;
+
 use serde_json::Value;
 
 /// Paths (like `spec.template.spec.containers[name=app].env[name=OTEL_SERVICE_NAME].value`) of managed fields
 /// whose live value differs from the desired one.
 pub fn differs(desired: &Value, live: &Value) -> Vec<String> {
     let mut out = Vec::new();
-    compare("", desired, live, &mut out);
+    compare(&mut String::new(), desired, live, &mut out);
     out
 }
 
-fn compare(path: &str, desired: &Value, live: &Value, out: &mut Vec<String>) {
+/// `path` is one buffer for the whole walk, each level appending its segment and cutting it off again: a judge
+/// visits every field the operator sets, and a string per field was most of what a converged comparison cost.
+fn compare(path: &mut String, desired: &Value, live: &Value, out: &mut Vec<String>) {
     match (desired, live) {
         // An explicit null sets nothing.
         (Value::Null, _) => {}
         (Value::Object(want), Value::Object(have)) => {
             for (key, value) in want {
-                let child = join(path, key);
-                match have.get(key) {
-                    Some(found) => compare(&child, value, found, out),
-                    None if value.is_null() => {}
-                    None => out.push(child),
+                let len = path.len();
+                if len > 0 {
+                    path.push('.');
                 }
+                path.push_str(key);
+                match have.get(key) {
+                    Some(found) => compare(path, value, found, out),
+                    None if value.is_null() => {}
+                    None => out.push(path.clone()),
+                }
+                path.truncate(len);
             }
         }
         (Value::Array(want), Value::Array(have)) => match merge_key(path, want) {
             Some(key) => compare_keyed(path, key, want, have, out),
-            None if want.len() != have.len() => out.push(path.to_string()),
+            None if want.len() != have.len() => out.push(path.clone()),
             None => {
                 for (index, (w, h)) in want.iter().zip(have).enumerate() {
-                    compare(&format!("{path}[{index}]"), w, h, out);
+                    let len = path.len();
+                    let _ = write!(path, "[{index}]");
+                    compare(path, w, h, out);
+                    path.truncate(len);
                 }
             }
         },
         (Value::String(want), Value::String(have)) if is_quantity_path(path) => {
             if !quantities_equal(want, have) {
-                out.push(path.to_string());
+                out.push(path.clone());
             }
         }
         (Value::Number(want), Value::Number(have)) => {
             if want.as_f64() != have.as_f64() {
-                out.push(path.to_string());
+                out.push(path.clone());
             }
         }
         (want, have) => {
             if want != have {
-                out.push(path.to_string());
+                out.push(path.clone());
             }
         }
     }
@@ -99,31 +111,29 @@ fn key_of(key: MergeKey, item: &Value) -> Option<String> {
     }
 }
 
-fn compare_keyed(path: &str, key: MergeKey, want: &[Value], have: &[Value], out: &mut Vec<String>) {
+fn compare_keyed(path: &mut String, key: MergeKey, want: &[Value], have: &[Value], out: &mut Vec<String>) {
     let live: Vec<(Option<String>, &Value)> = have.iter().map(|item| (key_of(key, item), item)).collect();
     let mut positions = Vec::new();
     for item in want {
         let Some(id) = key_of(key, item) else {
-            out.push(path.to_string());
+            out.push(path.clone());
             continue;
         };
-        let child = format!("{path}[{id}]");
+        let len = path.len();
+        let _ = write!(path, "[{id}]");
         match live.iter().position(|(k, _)| k.as_deref() == Some(id.as_str())) {
             Some(index) => {
                 positions.push(index);
-                compare(&child, item, live[index].1, out);
+                compare(path, item, live[index].1, out);
             }
-            None => out.push(child),
+            None => out.push(path.clone()),
         }
+        path.truncate(len);
     }
     // Env order matters: `$(VAR)` expands only variables defined earlier in the list.
     if path.ends_with("env") && positions.windows(2).any(|w| w[0] > w[1]) {
         out.push(format!("{path} (order)"));
     }
-}
-
-fn join(path: &str, key: &str) -> String {
-    if path.is_empty() { key.to_string() } else { format!("{path}.{key}") }
 }
 
 /// Resource quantities the server may rewrite into canonical form (`0.5` → `500m`).
