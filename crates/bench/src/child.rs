@@ -3,14 +3,15 @@
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::error::{BenchError, Result};
 use crate::fixture::NAMESPACE;
+use crate::scrape::{self, Buckets};
 
 /// The operator's binary, built beside `bench` from this crate: it links the operator and nothing of the emulator.
 const OPERATOR_BINARY: &str = "bench-operator";
@@ -42,6 +43,8 @@ pub struct OperatorProcess {
     child: Child,
     /// The last reconcile count the child printed; -1 until it printed one.
     reconciles: Arc<AtomicI64>,
+    /// Where the child serves /metrics, once it said.
+    metrics: Arc<OnceLock<String>>,
 }
 
 impl OperatorProcess {
@@ -81,20 +84,24 @@ impl OperatorProcess {
             .map_err(BenchError::io("cannot start the operator process"))?;
         let mut child = child;
         let reconciles = Arc::new(AtomicI64::new(-1));
+        let metrics = Arc::new(OnceLock::new());
         if let Some(stdout) = child.stdout.take() {
-            let seen = reconciles.clone();
+            let (seen, served) = (reconciles.clone(), metrics.clone());
             // Drained to its end, so the child never blocks on a full pipe; a profiler in front of it may print
             // lines of its own, which are passed on.
             std::thread::spawn(move || {
                 for line in BufReader::new(stdout).lines().map_while(std::result::Result::ok) {
-                    match parse_reconciles(&line) {
-                        Some(n) => seen.store(n, Ordering::Relaxed),
-                        None => println!("{line}"),
+                    if let Some(n) = parse_reconciles(&line) {
+                        seen.store(n, Ordering::Relaxed);
+                    } else if let Some(url) = line.strip_prefix("metrics ") {
+                        let _ = served.set(url.trim().to_string());
+                    } else {
+                        println!("{line}");
                     }
                 }
             });
         }
-        Ok(OperatorProcess { child, reconciles })
+        Ok(OperatorProcess { child, reconciles, metrics })
     }
 
     pub fn pid(&self) -> u32 {
@@ -105,6 +112,11 @@ impl OperatorProcess {
     pub fn reconciles(&self) -> Option<i64> {
         let n = self.reconciles.load(Ordering::Relaxed);
         (n >= 0).then_some(n)
+    }
+
+    /// The child's `name` histogram as its /metrics serves it now (empty if it cannot be read).
+    pub fn histogram(&self, name: &str) -> Buckets {
+        self.metrics.get().and_then(|url| scrape::get(url)).map(|text| Buckets::parse(&text, name)).unwrap_or_default()
     }
 
     /// Fails when the child has exited (it should run until killed).

@@ -13,6 +13,7 @@ mod observe;
 mod report;
 mod rollout;
 mod scenarios;
+mod scrape;
 
 use std::process::ExitCode;
 

@@ -1,11 +1,11 @@
 //! Wiring: the workers over the Microservice cache, the caches of their Deployments and Services, the
 //! periodic resync, and graceful shutdown. The decisions live in [`crate::reconcile`].
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
@@ -85,8 +85,9 @@ type Lane = mpsc::UnboundedSender<String>;
 struct Triggers {
     queue: Mutex<Option<Arc<WorkQueue>>>,
     lane: Mutex<Option<Lane>>,
-    /// Keys waiting in the lane, so a burst of events for one object queues it once.
-    lane_pending: Mutex<HashSet<String>>,
+    /// Keys waiting in the lane, so a burst of events for one object queues it once, with when the first of them
+    /// was seen.
+    lane_pending: Mutex<HashMap<String, Instant>>,
 }
 
 impl Triggers {
@@ -121,16 +122,24 @@ impl Triggers {
     fn urgent(&self, key: &str) {
         let lane = self.lane.lock().ok().and_then(|l| l.clone());
         let Some(lane) = lane else { return self.reconcile(key) };
-        let fresh = self.lane_pending.lock().map(|mut p| p.insert(key.to_string())).unwrap_or(true);
+        let fresh = match self.lane_pending.lock() {
+            Ok(mut pending) => {
+                let fresh = !pending.contains_key(key);
+                if fresh {
+                    pending.insert(key.to_string(), Instant::now());
+                }
+                fresh
+            }
+            Err(_) => true,
+        };
         if fresh {
             let _ = lane.send(key.to_string());
         }
     }
 
-    fn taken(&self, key: &str) {
-        if let Ok(mut pending) = self.lane_pending.lock() {
-            pending.remove(key);
-        }
+    /// The lane takes `key`: a change seen from now on queues it again. When it was first seen while pending.
+    fn taken(&self, key: &str) -> Option<Instant> {
+        self.lane_pending.lock().ok().and_then(|mut pending| pending.remove(key))
     }
 }
 
@@ -433,9 +442,9 @@ async fn run_lane(requests: mpsc::UnboundedReceiver<String>, ctx: Arc<Context>, 
         .for_each_concurrent(LANE_CONCURRENCY, |key| {
             let (ctx, triggers) = (ctx.clone(), triggers.clone());
             spawned(async move {
-                triggers.taken(&key);
+                let seen = triggers.taken(&key);
                 // A later step it asks for is in the work queue already (`reconcile`); a failure is retried there.
-                if let Some(Err(_)) = reconcile::reconcile(&ctx, &key).await {
+                if let Some(Err(_)) = reconcile::reconcile(&ctx, &key, seen).await {
                     ctx.queue.add(&key);
                 }
             })
@@ -462,7 +471,7 @@ async fn run_workers(config: &Config, context: Arc<Context>, stop: impl Future<O
         .for_each_concurrent(concurrency, |key| {
             let ctx = context.clone();
             spawned(async move {
-                if let Some(Err(err)) = reconcile::reconcile(&ctx, &key).await {
+                if let Some(Err(err)) = reconcile::reconcile(&ctx, &key, None).await {
                     retry_or_wait(&ctx, &key, &err);
                 }
             })

@@ -88,6 +88,8 @@ pub struct Metrics {
     pub max_concurrent_reconciles: Family<ControllerLabels, Gauge>,
     pub active_workers: Family<ControllerLabels, Gauge>,
     pub objects_by_phase: Family<PhaseLabels, Gauge>,
+    pub urgent_lag_seconds: Histogram,
+    pub urgent_wait_seconds: Histogram,
     reconciles: AtomicI64,
 }
 
@@ -126,6 +128,8 @@ impl Metrics {
         let max_concurrent_reconciles = Family::<ControllerLabels, Gauge>::default();
         let active_workers = Family::<ControllerLabels, Gauge>::default();
         let objects_by_phase = Family::<PhaseLabels, Gauge>::default();
+        let urgent_lag_seconds = Histogram::new(exponential_buckets(0.0005, 2.0, 16));
+        let urgent_wait_seconds = Histogram::new(exponential_buckets(0.0005, 2.0, 16));
         let controller = ControllerLabels { controller: CONTROLLER_NAME };
         active_workers.get_or_create(&controller).set(0);
         for phase in PHASES {
@@ -188,6 +192,18 @@ impl Metrics {
             "Microservices this replica watches, by status.phase (Unknown: no status yet)",
             objects_by_phase.clone(),
         );
+        registry.register(
+            "microservice_urgent_reconcile_lag_seconds",
+            "Time from a change that makes a reconcile urgent (a completed rollout, a child deleted or edited) \
+             reaching this replica's cache to the reconcile that answered it having sent its writes and status",
+            urgent_lag_seconds.clone(),
+        );
+        registry.register(
+            "microservice_urgent_reconcile_wait_seconds",
+            "Of that lag, the time before its reconcile started: a free slot of the Ready lane, then the object's lock \
+             (held by a reconcile of the same object already running)",
+            urgent_wait_seconds.clone(),
+        );
         Metrics {
             registry,
             reconcile_total,
@@ -202,6 +218,8 @@ impl Metrics {
             max_concurrent_reconciles,
             active_workers,
             objects_by_phase,
+            urgent_lag_seconds,
+            urgent_wait_seconds,
             reconciles: AtomicI64::new(0),
         }
     }
@@ -212,6 +230,17 @@ impl Metrics {
             .get_or_create(&ControllerLabels { controller: CONTROLLER_NAME })
             .observe(took.as_secs_f64());
         self.reconciles.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// An urgent change (`children::urgent`) was answered (repairs sent, status committed or already telling it)
+    /// `lag` after the cache saw it: the operator's own share of a Ready's latency, the rest being the server's watch.
+    pub fn urgent_answered(&self, lag: Duration) {
+        self.urgent_lag_seconds.observe(lag.as_secs_f64());
+    }
+
+    /// An urgent change waited `wait` for its reconcile to start (a lane slot, then the object's lock).
+    pub fn urgent_started(&self, wait: Duration) {
+        self.urgent_wait_seconds.observe(wait.as_secs_f64());
     }
 
     pub fn failed(&self, kind: &'static str, permanent: bool) {
@@ -323,6 +352,17 @@ mod tests {
         assert!(text.contains(r#"controller_runtime_active_workers{controller="microservice-operator"} 2"#), "{text}");
         drop((worker, second));
         assert!(m.encode().contains(r#"controller_runtime_active_workers{controller="microservice-operator"} 0"#));
+    }
+
+    #[test]
+    fn urgent_reconciles_are_a_histogram_of_their_lag() {
+        let m = Metrics::new();
+        m.urgent_answered(Duration::from_millis(3));
+        m.urgent_answered(Duration::from_millis(300));
+        let text = m.encode();
+        assert!(text.contains("microservice_urgent_reconcile_lag_seconds_count 2"), "{text}");
+        assert!(text.contains(r#"microservice_urgent_reconcile_lag_seconds_bucket{le="0.004"} 1"#), "{text}");
+        assert!(text.contains(r#"microservice_urgent_reconcile_lag_seconds_bucket{le="0.512"} 2"#), "{text}");
     }
 
     #[test]

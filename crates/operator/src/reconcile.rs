@@ -3,7 +3,7 @@
 //! says; the status is computed from what the server answered and written when `plan::status_write` says so.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
@@ -53,13 +53,17 @@ pub fn key(ms: &Microservice) -> String {
 
 /// Reconciles the Microservice with this `namespace/name` key as the cache holds it when the reconcile starts;
 /// `None` if the cache has no such Microservice (deleted since it was queued). Temporary errors are for the caller
-/// to retry; permanent ones were recorded in status and wait for a change.
+/// to retry; permanent ones were recorded in status and wait for a change. `urgent`: when the urgent change this
+/// reconcile answers reached the cache (the Ready lane's), so its wait is measured.
 #[instrument(skip_all, fields(object = %key, generation = tracing::field::Empty))]
-pub async fn reconcile(ctx: &Context, key: &str) -> Option<Result<()>> {
+pub async fn reconcile(ctx: &Context, key: &str, urgent: Option<Instant>) -> Option<Result<()>> {
     // Before the lock: a change from now on may need a reconcile after this one.
     ctx.queue.started(key);
     // One reconcile of an object at a time, whether a worker or the Ready lane runs it.
     let _held = ctx.locks.lock(key).await;
+    if let Some(seen) = urgent {
+        ctx.metrics.urgent_started(seen.elapsed());
+    }
     // The CR as cached now, not as it was when this reconcile was queued: a reconcile that held the lock meanwhile
     // may have written status, and its memo is forgotten once the watch shows it, so an older copy would send a
     // stale resourceVersion precondition (409) and retry with backoff.
@@ -73,10 +77,10 @@ pub async fn reconcile(ctx: &Context, key: &str) -> Option<Result<()>> {
         ms.status = Some(status);
     }
     let _worker = ctx.metrics.worker_started();
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     // Boxed: the state of a whole converge (every child's requests and objects) is some 43 KB. Held inline, the
     // future each reconcile's task is spawned with was 87 KB, copied whole on every spawn; boxed, it is about 1 KB.
-    let outcome = match Box::pin(converge(&ms, ctx)).await {
+    let outcome = match Box::pin(converge(&ms, ctx, urgent)).await {
         Ok(()) => {
             ctx.backoff.succeeded(key);
             Ok(())
@@ -95,7 +99,7 @@ pub async fn reconcile(ctx: &Context, key: &str) -> Option<Result<()>> {
     Some(outcome)
 }
 
-async fn converge(ms: &Microservice, ctx: &Context) -> Result<()> {
+async fn converge(ms: &Microservice, ctx: &Context, urgent: Option<Instant>) -> Result<()> {
     if ms.metadata.deletion_timestamp.is_some() {
         // Being deleted (e.g. `--cascade=orphan` waits on the orphan finalizer while the garbage collector strips
         // ownerReferences): writing children now would re-attach them to an owner about to vanish.
@@ -124,6 +128,11 @@ async fn converge(ms: &Microservice, ctx: &Context) -> Result<()> {
     };
     let new = compute_status(ms, &contract, deployment.as_ref(), service.as_ref(), &conflicts, &now);
     let written = write_status(ms, ctx, &previous, &new).await?;
+    // Answered: the repairs are sent and the status that tells them committed (or found already told). The Events
+    // that follow are not what a user waits for.
+    if let Some(seen) = urgent {
+        ctx.metrics.urgent_answered(seen.elapsed());
+    }
     if written == StatusWrite::Now {
         if let Err(violations) = &contract {
             let reason = violations.first().map_or(Reason::InvalidSpec, |v| v.reason).as_str();

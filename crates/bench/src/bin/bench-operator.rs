@@ -4,6 +4,7 @@
 //! moved, the signal the restart scenario waits on (the operator has no HTTP endpoint of its own here).
 
 use std::io::Write;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -14,7 +15,10 @@ use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use microservice_operator::cli::block_on;
 use microservice_operator::controller::{self, Config};
+use microservice_operator::health::Health;
+use microservice_operator::http;
 use microservice_operator::metrics::Metrics;
+use tokio::sync::watch;
 
 /// Same allocator as the shipped `microservice-operator` binary, so the figures are the shipped operator's.
 #[global_allocator]
@@ -33,7 +37,8 @@ struct Args {
     /// Seconds between resyncs of every Microservice.
     #[arg(long, default_value_t = 300)]
     resync_interval: u64,
-    /// Print `reconciles N` on stdout whenever the reconcile count moved (looked at every 20 ms).
+    /// Print `reconciles N` on stdout whenever the reconcile count moved (looked at every 20 ms), and, first,
+    /// `metrics URL` with where this process serves /metrics (on 127.0.0.1, a port of the system's choice).
     #[arg(long)]
     report: bool,
 }
@@ -47,6 +52,10 @@ enum Error {
     Kubeconfig { path: String, message: String },
     #[error("cannot build a kube client: {0}")]
     Client(#[source] kube::Error),
+    #[error("{0}")]
+    Http(#[source] http::HttpError),
+    #[error("cannot tell the metrics listener's address: {0}")]
+    Listen(#[source] std::io::Error),
 }
 
 fn main() -> ExitCode {
@@ -79,7 +88,13 @@ async fn run(args: Args) -> Result<(), Error> {
         .map_err(|e| unreadable(e.to_string()))?;
     let client = Client::try_from(config).map_err(Error::Client)?;
     let metrics = Arc::new(Metrics::new());
+    let health = Arc::new(Health::new());
     if args.report {
+        let listener = http::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await.map_err(Error::Http)?;
+        let address = listener.local_addr().map_err(Error::Listen)?;
+        println!("metrics http://{address}/metrics");
+        let router = http::router(metrics.clone(), health.clone());
+        tokio::spawn(http::serve(listener, router, std::future::pending()));
         tokio::spawn(keep_report(metrics.clone()));
     }
     let config = Config {
@@ -91,7 +106,8 @@ async fn run(args: Args) -> Result<(), Error> {
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    controller::run(client, config, metrics, shutdown).await;
+    let (_always, leader) = watch::channel(true);
+    controller::run_elected(client, config, metrics, health, leader, shutdown).await;
     Ok(())
 }
 

@@ -70,6 +70,12 @@ async fn a_new_microservice_goes_from_accepted_to_ready_with_the_desired_childre
     }
     let status_line = format!(r#"microservice_writes_total{{resource="microservices/status",verb="patch"}} {writes}"#);
     assert!(metrics.contains(&status_line), "{status_line} in:\n{metrics}");
+    // The completed rollout was answered through the Ready lane, and its lag inside the operator measured.
+    let urgent = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("microservice_urgent_reconcile_lag_seconds_count "))
+        .and_then(|n| n.trim().parse::<u64>().ok());
+    assert!(urgent.is_some_and(|n| n >= 1), "no urgent reconcile measured in:\n{metrics}");
 
     // One Created Event tells both creations (the Recorder would fold a second Created into the first's series).
     let events: kube::Api<k8s_openapi::api::events::v1::Event> = kube::Api::namespaced(h.client.clone(), NS);
