@@ -209,14 +209,36 @@ pub fn desired_deployment(
 
 /// Adds [`DESIRED_DIGEST_ANNOTATION`], computed over the object without it.
 fn stamp_digest<K: Resource + serde::Serialize>(obj: &mut K) {
-    // Serialising k8s-openapi types cannot fail (string keys, no custom serialisers that error).
-    let bytes = serde_json::to_vec(&*obj).unwrap_or_default();
-    // FNV-1a 64: stable across runs, builds and Rust versions, unlike std's hasher.
-    let digest = bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3));
+    // The JSON is hashed as it is written, never held: every reconcile builds the desired objects. Serialising
+    // k8s-openapi types cannot fail (string keys, no custom serialisers that error).
+    let mut hash = Fnv1a64::default();
+    let _ = serde_json::to_writer(&mut hash, &*obj);
+    let digest = hash.0;
     obj.meta_mut()
         .annotations
         .get_or_insert_default()
         .insert(DESIRED_DIGEST_ANNOTATION.to_string(), format!("{digest:016x}"));
+}
+
+/// FNV-1a 64 over the bytes written to it: stable across runs, builds and Rust versions, unlike std's hasher, so a
+/// digest stamped by one version of the operator is the one the next computes.
+struct Fnv1a64(u64);
+
+impl Default for Fnv1a64 {
+    fn default() -> Self {
+        Fnv1a64(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::io::Write for Fnv1a64 {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 = bytes.iter().fold(self.0, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3));
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 pub fn desired_service(ms: &Microservice, profile: &PlatformProfile) -> Result<Service, DesiredError> {
@@ -477,5 +499,29 @@ mod tests {
         assert_ne!(digest(&first), digest(&smaller));
         let service = desired_service(&ms, &profile).unwrap();
         assert!(service.metadata.annotations.unwrap().contains_key(DESIRED_DIGEST_ANNOTATION));
+    }
+
+    #[test]
+    fn the_digest_is_fnv1a_64_of_the_json_without_it_so_it_stays_what_live_children_carry() {
+        use std::io::Write;
+        let fnv = |chunks: &[&[u8]]| {
+            let mut h = Fnv1a64::default();
+            chunks.iter().for_each(|c| h.write_all(c).unwrap());
+            h.0
+        };
+        // The published test vectors of FNV-1a 64.
+        assert_eq!(fnv(&[]), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv(&[b"a"]), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv(&[b"foo", b"bar"]), fnv(&[b"foobar"]), "however the writer chunks the bytes");
+
+        let ms = microservice("ghcr.io/example/todo-api:1.4.2");
+        let profile = PlatformProfile::default();
+        let mut deployment = desired_deployment(&ms, &validate(&ms.spec, &profile).unwrap(), &profile).unwrap();
+        let stamped = deployment.metadata.annotations.as_mut().unwrap().remove(DESIRED_DIGEST_ANNOTATION).unwrap();
+        if deployment.metadata.annotations.as_ref().is_some_and(|a| a.is_empty()) {
+            deployment.metadata.annotations = None;
+        }
+        let whole = serde_json::to_vec(&deployment).unwrap();
+        assert_eq!(stamped, format!("{:016x}", fnv(&[&whole])));
     }
 }
