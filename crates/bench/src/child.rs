@@ -69,7 +69,7 @@ impl OperatorProcess {
             }
             None => Command::new(exe),
         };
-        let child = command
+        let mut child = command
             .arg("--kubeconfig")
             .arg(kubeconfig)
             .arg("--namespace")
@@ -82,7 +82,6 @@ impl OperatorProcess {
             .stdout(Stdio::piped())
             .spawn()
             .map_err(BenchError::io("cannot start the operator process"))?;
-        let mut child = child;
         let reconciles = Arc::new(AtomicI64::new(-1));
         let metrics = Arc::new(OnceLock::new());
         if let Some(stdout) = child.stdout.take() {

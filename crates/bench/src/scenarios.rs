@@ -344,7 +344,6 @@ fn duplicate_creates(r: &mut Report, counts: &RequestCounts, n: usize) {
     r.target("creates answered AlreadyExists (409)", exists.to_string(), exists as f64, "0", exists == 0);
 }
 
-/// p50 and p99 of the time from a Deployment's completed rollout committed to its CR's Ready=True committed.
 /// The operator's own histogram of urgent reconciles (a completed rollout seen in its cache → the reconcile that
 /// answered it has its status write answered): its share of the Ready latency, the rest being the server's watch
 /// delivery to the operator and to the observer.
@@ -372,6 +371,7 @@ fn urgent_lag(r: &mut Report, [lag, wait]: &[Buckets; 2]) {
     r.note("the operator's share is estimated from its histograms' buckets (powers of two from 0.5 ms), as histogram_quantile does");
 }
 
+/// p50 and p99 of the time from a Deployment's completed rollout committed to its CR's Ready=True committed.
 fn ready_latency(r: &mut Report, mut samples: Vec<f64>) {
     samples.sort_by(f64::total_cmp);
     r.info("Ready latency samples", samples.len().to_string(), Some(samples.len() as f64));
@@ -436,7 +436,7 @@ async fn restart(
     let mut op = OperatorProcess::spawn(&env.kubeconfig, resync)?;
     let mut r = Report::new("restart", n);
     // Every object is queued by the initial list; the queue has drained once the count has reached N and then
-    // stopped moving (the operator's report is rewritten every 20 ms).
+    // stopped moving (the operator tells its count every 20 ms while it moves).
     let quiet = Duration::from_secs(1);
     let deadline = started + env.timeout_for(n);
     let mut first = None;

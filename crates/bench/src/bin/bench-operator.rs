@@ -1,7 +1,7 @@
 //! `bench-operator`: the operator alone in its own process, so the benchmark reads the operator's CPU time and RSS
 //! from /proc and nothing else's: this binary links neither the emulator nor the benchmark, so its mapped code is
 //! the operator's, as in the shipped image. With `--report` it prints its reconcile count on stdout whenever the count
-//! moved, the signal the restart scenario waits on (the operator has no HTTP endpoint of its own here).
+//! moved, the signal the restart scenario waits on, and serves /metrics on 127.0.0.1 for the operator's own figures.
 
 use std::io::Write;
 use std::net::SocketAddr;
