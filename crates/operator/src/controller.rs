@@ -122,16 +122,11 @@ impl Triggers {
     fn urgent(&self, key: &str) {
         let lane = self.lane.lock().ok().and_then(|l| l.clone());
         let Some(lane) = lane else { return self.reconcile(key) };
-        let fresh = match self.lane_pending.lock() {
-            Ok(mut pending) => {
-                let fresh = !pending.contains_key(key);
-                if fresh {
-                    pending.insert(key.to_string(), Instant::now());
-                }
-                fresh
-            }
-            Err(_) => true,
-        };
+        let fresh = self
+            .lane_pending
+            .lock()
+            .map(|mut p| !p.contains_key(key) && p.insert(key.to_string(), Instant::now()).is_none())
+            .unwrap_or(true);
         if fresh {
             let _ = lane.send(key.to_string());
         }
