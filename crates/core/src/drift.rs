@@ -28,17 +28,17 @@ fn compare(path: &mut String, desired: &Value, live: &Value, out: &mut Vec<Strin
         (Value::Null, _) => {}
         (Value::Object(want), Value::Object(have)) => {
             for (key, value) in want {
-                let len = path.len();
-                if len > 0 {
-                    path.push('.');
-                }
-                path.push_str(key);
-                match have.get(key) {
+                let field = |p: &mut String| {
+                    if !p.is_empty() {
+                        p.push('.');
+                    }
+                    p.push_str(key);
+                };
+                under(path, field, |path| match have.get(key) {
                     Some(found) => compare(path, value, found, out),
                     None if value.is_null() => {}
                     None => out.push(path.clone()),
-                }
-                path.truncate(len);
+                });
             }
         }
         (Value::Array(want), Value::Array(have)) => match merge_key(path, want) {
@@ -46,10 +46,13 @@ fn compare(path: &mut String, desired: &Value, live: &Value, out: &mut Vec<Strin
             None if want.len() != have.len() => out.push(path.clone()),
             None => {
                 for (index, (w, h)) in want.iter().zip(have).enumerate() {
-                    let len = path.len();
-                    let _ = write!(path, "[{index}]");
-                    compare(path, w, h, out);
-                    path.truncate(len);
+                    under(
+                        path,
+                        |p| {
+                            let _ = write!(p, "[{index}]");
+                        },
+                        |path| compare(path, w, h, out),
+                    );
                 }
             }
         },
@@ -69,6 +72,15 @@ fn compare(path: &mut String, desired: &Value, live: &Value, out: &mut Vec<Strin
             }
         }
     }
+}
+
+/// Runs `f` with the segment `push` appends to `path`, then cuts the segment off again.
+fn under<T>(path: &mut String, push: impl FnOnce(&mut String), f: impl FnOnce(&mut String) -> T) -> T {
+    let len = path.len();
+    push(path);
+    let result = f(path);
+    path.truncate(len);
+    result
 }
 
 /// The fields that identify an item of a list Kubernetes merges by key.
@@ -119,16 +131,20 @@ fn compare_keyed(path: &mut String, key: MergeKey, want: &[Value], have: &[Value
             out.push(path.clone());
             continue;
         };
-        let len = path.len();
-        let _ = write!(path, "[{id}]");
-        match live.iter().position(|(k, _)| k.as_deref() == Some(id.as_str())) {
-            Some(index) => {
-                positions.push(index);
-                compare(path, item, live[index].1, out);
-            }
-            None => out.push(path.clone()),
-        }
-        path.truncate(len);
+        let found = live.iter().position(|(k, _)| k.as_deref() == Some(id.as_str()));
+        under(
+            path,
+            |p| {
+                let _ = write!(p, "[{id}]");
+            },
+            |path| match found {
+                Some(index) => {
+                    positions.push(index);
+                    compare(path, item, live[index].1, out);
+                }
+                None => out.push(path.clone()),
+            },
+        );
     }
     // Env order matters: `$(VAR)` expands only variables defined earlier in the list.
     if path.ends_with("env") && positions.windows(2).any(|w| w[0] > w[1]) {

@@ -78,19 +78,8 @@ mod tests {
     use super::*;
 
     async fn get(addr: SocketAddr, path: &str) -> (u16, String, String) {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
-        stream.write_all(request.as_bytes()).await.unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).await.unwrap();
-        let (head, body) = response.split_once("\r\n\r\n").unwrap();
-        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-        let content_type = head
-            .lines()
-            .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-type: ").map(str::to_string))
-            .unwrap_or_default();
-        (status, content_type, body.to_string())
+        let answer = microservice_testkit::http::get(addr, path).await.expect("the endpoint answers");
+        (answer.status, answer.content_type, answer.body)
     }
 
     #[tokio::test]

@@ -7,6 +7,7 @@
 pub mod audit;
 pub mod cluster;
 pub mod control_plane;
+pub mod http;
 
 pub use audit::{AuditLog, Request};
 pub use cluster::{Backend, Cluster, ClusterOptions};

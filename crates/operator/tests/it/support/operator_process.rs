@@ -8,8 +8,6 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
 pub const BINARY: &str = env!("CARGO_BIN_EXE_microservice-operator");
 /// Generous: five engineers share two cores.
 pub const DEADLINE: Duration = Duration::from_secs(60);
@@ -124,7 +122,7 @@ impl Operator {
 
     /// (status, body) of a GET on the operator's HTTP endpoint; None while it does not answer.
     pub async fn get(&self, path: &str) -> Option<(u16, String)> {
-        http_get(self.address?, path).await
+        microservice_testkit::http::get(self.address?, path).await.map(|a| (a.status, a.body))
     }
 
     /// Sum of every sample of `metric` (any labels) on /metrics; 0 when the metric has no sample yet.
@@ -173,17 +171,6 @@ pub fn sum_samples(exposition: &str, metric: &str) -> f64 {
         .filter(|l| l.strip_prefix(metric).is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' ')))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
-}
-
-pub async fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.ok()?;
-    let (head, body) = response.split_once("\r\n\r\n")?;
-    let status = head.split(' ').nth(1)?.parse().ok()?;
-    Some((status, body.to_string()))
 }
 
 /// Polls `probe` until it returns Some, failing the test with `what` after [`DEADLINE`].
