@@ -1,6 +1,7 @@
 //! The operator as a child process (the `bench-operator` binary beside this one), and what /proc says about it.
 
 use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -11,7 +12,6 @@ use serde::Serialize;
 
 use crate::error::{BenchError, Result};
 use crate::fixture::NAMESPACE;
-use crate::scrape::{self, Buckets};
 
 /// The operator's binary, built beside `bench` from this crate: it links the operator and nothing of the emulator.
 const OPERATOR_BINARY: &str = "bench-operator";
@@ -44,7 +44,7 @@ pub struct OperatorProcess {
     /// The last reconcile count the child printed; -1 until it printed one.
     reconciles: Arc<AtomicI64>,
     /// Where the child serves /metrics, once it said.
-    metrics: Arc<OnceLock<String>>,
+    metrics: Arc<OnceLock<SocketAddr>>,
 }
 
 impl OperatorProcess {
@@ -92,8 +92,8 @@ impl OperatorProcess {
                 for line in BufReader::new(stdout).lines().map_while(std::result::Result::ok) {
                     if let Some(n) = parse_reconciles(&line) {
                         seen.store(n, Ordering::Relaxed);
-                    } else if let Some(url) = line.strip_prefix("metrics ") {
-                        let _ = served.set(url.trim().to_string());
+                    } else if let Some(address) = line.strip_prefix("metrics ").and_then(|a| a.trim().parse().ok()) {
+                        let _ = served.set(address);
                     } else {
                         println!("{line}");
                     }
@@ -113,9 +113,14 @@ impl OperatorProcess {
         (n >= 0).then_some(n)
     }
 
-    /// The child's `name` histogram as its /metrics serves it now (empty if it cannot be read).
-    pub fn histogram(&self, name: &str) -> Buckets {
-        self.metrics.get().and_then(|url| scrape::get(url)).map(|text| Buckets::parse(&text, name)).unwrap_or_default()
+    /// The child's /metrics text now (empty if it cannot be read).
+    pub async fn metrics(&self) -> String {
+        let Some(address) = self.metrics.get() else { return String::new() };
+        microservice_testkit::http::get(*address, "/metrics")
+            .await
+            .filter(|a| a.status == 200)
+            .map(|a| a.body)
+            .unwrap_or_default()
     }
 
     /// Fails when the child has exited (it should run until killed).

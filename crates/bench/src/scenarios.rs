@@ -267,7 +267,7 @@ async fn converge(env: &Env, n: usize, floor_time: Option<Duration>) -> Result<(
     let counts = env.requests().since(&before);
     let usage = op.usage()?;
     // After the CPU figure: serving /metrics costs the operator a little.
-    let lag = urgent_histograms(&op);
+    let urgent = Urgent::now(&op).await;
 
     let mut r = Report::new("converge", n);
     r.info("time until all Ready (generation 1)", secs(took), Some(took.as_secs_f64()));
@@ -285,7 +285,7 @@ async fn converge(env: &Env, n: usize, floor_time: Option<Duration>) -> Result<(
         (seen.ready_latency_ms.clone(), seen.degraded.clone())
     };
     ready_latency(&mut r, latencies);
-    urgent_lag(&mut r, &lag);
+    urgent.report(&mut r);
     let cpu_ms = usage.cpu_seconds * 1000.0 / n as f64;
     r.target(
         "operator CPU time per Microservice",
@@ -347,28 +347,59 @@ fn duplicate_creates(r: &mut Report, counts: &RequestCounts, n: usize) {
 /// The operator's own histogram of urgent reconciles (a completed rollout seen in its cache → the reconcile that
 /// answered it has its status write answered): its share of the Ready latency, the rest being the server's watch
 /// delivery to the operator and to the observer.
-pub(crate) const URGENT_LAG: &str = "microservice_urgent_reconcile_lag_seconds";
+const URGENT_LAG: &str = "microservice_urgent_reconcile_lag_seconds";
 /// Of that, the wait before its reconcile started (a slot of the Ready lane, then the object's lock).
-pub(crate) const URGENT_WAIT: &str = "microservice_urgent_reconcile_wait_seconds";
+const URGENT_WAIT: &str = "microservice_urgent_reconcile_wait_seconds";
+/// Of the wait, the object's lock (held by a reconcile of the same Microservice already running).
+const URGENT_LOCK_WAIT: &str = "microservice_urgent_reconcile_lock_wait_seconds";
 
-/// The operator's urgent-reconcile histograms (lag, wait) now.
-fn urgent_histograms(op: &OperatorProcess) -> [Buckets; 2] {
-    [op.histogram(URGENT_LAG), op.histogram(URGENT_WAIT)]
+/// The operator's urgent-reconcile histograms at one moment.
+struct Urgent {
+    lag: Buckets,
+    wait: Buckets,
+    lock_wait: Buckets,
 }
 
-fn urgent_lag(r: &mut Report, [lag, wait]: &[Buckets; 2]) {
-    let quantiles = |b: &Buckets| Some((b.quantile(0.5)? * 1000.0, b.quantile(0.99)? * 1000.0));
-    let Some((p50, p99)) = quantiles(lag) else {
-        r.info("operator's share: urgent reconciles", "none observed (no /metrics?)".to_string(), None);
-        return;
-    };
-    r.info("operator's share: urgent reconciles", lag.count().to_string(), Some(lag.count() as f64));
-    r.info("operator's share p50 (cache saw it -> status committed)", format!("{p50:.1} ms"), Some(p50));
-    r.info("operator's share p99", format!("{p99:.1} ms"), Some(p99));
-    if let Some((p50, p99)) = quantiles(wait) {
-        r.info("of which waiting to start (lane slot, lock), p50 / p99", format!("{p50:.1} / {p99:.1} ms"), Some(p99));
+impl Urgent {
+    async fn now(op: &OperatorProcess) -> Urgent {
+        let text = op.metrics().await;
+        Urgent {
+            lag: Buckets::parse(&text, URGENT_LAG),
+            wait: Buckets::parse(&text, URGENT_WAIT),
+            lock_wait: Buckets::parse(&text, URGENT_LOCK_WAIT),
+        }
     }
-    r.note("the operator's share is estimated from its histograms' buckets (powers of two from 0.5 ms), as histogram_quantile does");
+
+    fn since(&self, before: &Urgent) -> Urgent {
+        Urgent {
+            lag: self.lag.since(&before.lag),
+            wait: self.wait.since(&before.wait),
+            lock_wait: self.lock_wait.since(&before.lock_wait),
+        }
+    }
+
+    fn report(&self, r: &mut Report) {
+        let quantiles = |b: &Buckets| Some((b.quantile(0.5)? * 1000.0, b.quantile(0.99)? * 1000.0));
+        let Some((p50, p99)) = quantiles(&self.lag) else {
+            r.info("operator's share: urgent reconciles", "none observed (no /metrics?)".to_string(), None);
+            return;
+        };
+        let count = self.lag.count();
+        r.info("operator's share: urgent reconciles", count.to_string(), Some(count as f64));
+        r.info("operator's share p50 (cache saw it -> status committed)", format!("{p50:.1} ms"), Some(p50));
+        r.info("operator's share p99", format!("{p99:.1} ms"), Some(p99));
+        if let Some((p50, p99)) = quantiles(&self.wait) {
+            r.info(
+                "of which waiting to start (lane slot, lock), p50 / p99",
+                format!("{p50:.1} / {p99:.1} ms"),
+                Some(p99),
+            );
+        }
+        if let Some((p50, p99)) = quantiles(&self.lock_wait) {
+            r.info("of which the object's lock, p50 / p99", format!("{p50:.1} / {p99:.1} ms"), Some(p99));
+        }
+        r.note("the operator's share is estimated from its histograms' buckets (powers of two from 0.5 ms), as histogram_quantile does");
+    }
 }
 
 /// p50 and p99 of the time from a Deployment's completed rollout committed to its CR's Ready=True committed.
@@ -653,15 +684,14 @@ async fn update(env: &Env, n: usize, op: &mut OperatorProcess, floor_time: Optio
         (seen.ready_checked, seen.early_ready.len(), seen.lagged, seen.ready_latency_ms.len())
     };
     let before = env.requests();
-    let lag_before = urgent_histograms(op);
+    let urgent_before = Urgent::now(op).await;
     let started = Instant::now();
     env.set_images(n, IMAGE_V2).await?;
     let last_ready = env.wait_all_ready(n, 2, env.timeout_for(n), op).await?;
     let took = last_ready.saturating_duration_since(started);
     env.wait_quiet(Duration::from_millis(500), Duration::from_secs(10)).await;
     let counts = env.requests().since(&before);
-    let [lag, wait] = urgent_histograms(op);
-    let lag = [lag.since(&lag_before[0]), wait.since(&lag_before[1])];
+    let urgent = Urgent::now(op).await.since(&urgent_before);
     let seen = env.observer.seen();
     let mut r = Report::new("update", n);
     r.info("time until all Ready (generation 2)", secs(took), Some(took.as_secs_f64()));
@@ -674,7 +704,7 @@ async fn update(env: &Env, n: usize, op: &mut OperatorProcess, floor_time: Optio
     let early = seen.early_ready.len() - early_before;
     let lagged = seen.lagged - lagged_before;
     ready_latency(&mut r, seen.ready_latency_ms[latency_before..].to_vec());
-    urgent_lag(&mut r, &lag);
+    urgent.report(&mut r);
     r.info("Ready statuses checked against the Deployment", checked.to_string(), Some(checked as f64));
     r.target("Ready before the rollout completed", early.to_string(), early as f64, "0", early == 0);
     r.target(

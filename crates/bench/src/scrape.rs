@@ -1,9 +1,5 @@
-//! The operator's own figures, read from its /metrics as Prometheus would: a histogram's buckets, and quantiles
+//! The operator's own figures, read from its /metrics text as Prometheus would: a histogram's buckets, and quantiles
 //! estimated from them the way `histogram_quantile` does (linear within the bucket).
-
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::time::Duration;
 
 /// A histogram's cumulative bucket counts by upper bound, in ascending order (the last is +Inf).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -64,19 +60,6 @@ impl Buckets {
         }
         Some(lower.0)
     }
-}
-
-/// The body of a GET of `url` (`http://127.0.0.1:PORT/path`); None if it cannot be read.
-pub fn get(url: &str) -> Option<String> {
-    let rest = url.strip_prefix("http://")?;
-    let (host, path) = rest.split_once('/').map_or((rest, "/".to_string()), |(h, p)| (h, format!("/{p}")));
-    let mut stream = TcpStream::connect(host).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").ok()?;
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).ok()?;
-    let (head, body) = answer.split_once("\r\n\r\n")?;
-    head.starts_with("HTTP/1.1 200").then(|| body.to_string())
 }
 
 #[cfg(test)]

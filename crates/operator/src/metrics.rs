@@ -90,6 +90,7 @@ pub struct Metrics {
     pub objects_by_phase: Family<PhaseLabels, Gauge>,
     pub urgent_lag_seconds: Histogram,
     pub urgent_wait_seconds: Histogram,
+    pub urgent_lock_wait_seconds: Histogram,
     reconciles: AtomicI64,
 }
 
@@ -130,6 +131,7 @@ impl Metrics {
         let objects_by_phase = Family::<PhaseLabels, Gauge>::default();
         let urgent_lag_seconds = Histogram::new(exponential_buckets(0.0005, 2.0, 16));
         let urgent_wait_seconds = Histogram::new(exponential_buckets(0.0005, 2.0, 16));
+        let urgent_lock_wait_seconds = Histogram::new(exponential_buckets(0.0005, 2.0, 16));
         let controller = ControllerLabels { controller: CONTROLLER_NAME };
         active_workers.get_or_create(&controller).set(0);
         for phase in PHASES {
@@ -204,6 +206,12 @@ impl Metrics {
              (held by a reconcile of the same object already running)",
             urgent_wait_seconds.clone(),
         );
+        registry.register(
+            "microservice_urgent_reconcile_lock_wait_seconds",
+            "Of that wait, the time its reconcile waited for the object's lock, held by a reconcile of the same \
+             object already running",
+            urgent_lock_wait_seconds.clone(),
+        );
         Metrics {
             registry,
             reconcile_total,
@@ -220,6 +228,7 @@ impl Metrics {
             objects_by_phase,
             urgent_lag_seconds,
             urgent_wait_seconds,
+            urgent_lock_wait_seconds,
             reconciles: AtomicI64::new(0),
         }
     }
@@ -238,9 +247,11 @@ impl Metrics {
         self.urgent_lag_seconds.observe(lag.as_secs_f64());
     }
 
-    /// An urgent change waited `wait` for its reconcile to start (a lane slot, then the object's lock).
-    pub fn urgent_started(&self, wait: Duration) {
+    /// An urgent change waited `wait` for its reconcile to start (a lane slot, then the object's lock), `locked`
+    /// of it for the lock.
+    pub fn urgent_started(&self, wait: Duration, locked: Duration) {
         self.urgent_wait_seconds.observe(wait.as_secs_f64());
+        self.urgent_lock_wait_seconds.observe(locked.as_secs_f64());
     }
 
     pub fn failed(&self, kind: &'static str, permanent: bool) {

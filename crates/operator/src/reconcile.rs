@@ -60,9 +60,10 @@ pub async fn reconcile(ctx: &Context, key: &str, urgent: Option<Instant>) -> Opt
     // Before the lock: a change from now on may need a reconcile after this one.
     ctx.queue.started(key);
     // One reconcile of an object at a time, whether a worker or the Ready lane runs it.
-    let _held = ctx.locks.lock(key).await;
+    let locking = Instant::now();
+    let held = ctx.locks.lock(key).await;
     if let Some(seen) = urgent {
-        ctx.metrics.urgent_started(seen.elapsed());
+        ctx.metrics.urgent_started(seen.elapsed(), locking.elapsed());
     }
     // The CR as cached now, not as it was when this reconcile was queued: a reconcile that held the lock meanwhile
     // may have written status, and its memo is forgotten once the watch shows it, so an older copy would send a
@@ -78,17 +79,22 @@ pub async fn reconcile(ctx: &Context, key: &str, urgent: Option<Instant>) -> Opt
     }
     let _worker = ctx.metrics.worker_started();
     let started = Instant::now();
+    let mut outbox = Outbox::default();
     // Boxed: the state of a whole converge (every child's requests and objects) is some 43 KB. Held inline, the
     // future each reconcile's task is spawned with was 87 KB, copied whole on every spawn; boxed, it is about 1 KB.
-    let outcome = match Box::pin(converge(&ms, ctx, urgent)).await {
+    let outcome = match Box::pin(converge(&ms, ctx, urgent, &mut outbox)).await {
         Ok(()) => {
             ctx.backoff.succeeded(key);
             Ok(())
         }
         Err(err) if err.is_temporary() => Err(err),
         // Permanent: say so in status (once) so the user sees it; then wait for a change.
-        Err(err) => Box::pin(record_permanent(&ms, ctx, &err)).await.and(Err(err)),
+        Err(err) => Box::pin(record_permanent(&ms, ctx, &err, &mut outbox)).await.and(Err(err)),
     };
+    // The Events are sent once the object is free: a reconcile waiting for it (the Ready lane's, with a completed
+    // rollout to report) must not wait for Events as well.
+    drop(held);
+    outbox.send(ctx, &ms).await;
     match &outcome {
         Ok(_) => ctx.metrics.reconciled("success", started.elapsed()),
         Err(err) => {
@@ -99,7 +105,7 @@ pub async fn reconcile(ctx: &Context, key: &str, urgent: Option<Instant>) -> Opt
     Some(outcome)
 }
 
-async fn converge(ms: &Microservice, ctx: &Context, urgent: Option<Instant>) -> Result<()> {
+async fn converge(ms: &Microservice, ctx: &Context, urgent: Option<Instant>, outbox: &mut Outbox) -> Result<()> {
     if ms.metadata.deletion_timestamp.is_some() {
         // Being deleted (e.g. `--cascade=orphan` waits on the orphan finalizer while the garbage collector strips
         // ownerReferences): writing children now would re-attach them to an owner about to vanish.
@@ -113,7 +119,7 @@ async fn converge(ms: &Microservice, ctx: &Context, urgent: Option<Instant>) -> 
             let mut report = Report::default();
             let children = converge_children(ms, ctx, valid, &previous, &mut report).await;
             // What was done is told even when a later step failed.
-            report.publish(ms, ctx).await;
+            report.tell(outbox);
             let (deployment, service) = children?;
             (deployment, service, report.conflicts)
         }
@@ -121,7 +127,7 @@ async fn converge(ms: &Microservice, ctx: &Context, urgent: Option<Instant>) -> 
             // The spec is refused until its next generation; what the last accepted one asked for keeps running,
             // and is repaired like any drift, so an invalid spec never takes the service down.
             if let Some(last) = &previous.last_accepted {
-                keep_last_accepted(ms, ctx, last, &previous).await?;
+                keep_last_accepted(ms, ctx, last, &previous, outbox).await?;
             }
             (None, None, Vec::new())
         }
@@ -138,7 +144,7 @@ async fn converge(ms: &Microservice, ctx: &Context, urgent: Option<Instant>) -> 
             let reason = violations.first().map_or(Reason::InvalidSpec, |v| v.reason).as_str();
             info!(reason, "spec refused by the platform contract: {}", contract::summarize(violations));
         }
-        emit_status_events(ms, ctx, &previous, &new).await;
+        outbox.status_events(&previous, &new);
     }
     if let StatusWrite::Later(after) = written {
         ctx.queue.add_after(&key(ms), after);
@@ -152,6 +158,7 @@ async fn keep_last_accepted(
     ctx: &Context,
     last: &AcceptedContract,
     previous: &MicroserviceStatus,
+    outbox: &mut Outbox,
 ) -> Result<()> {
     let accepted = as_accepted(ms, last);
     let Ok(contract) = contract::validate_object(&accepted, &ctx.profile) else {
@@ -163,7 +170,7 @@ async fn keep_last_accepted(
     let acted = MicroserviceStatus { observed_generation: Some(last.generation), ..previous.clone() };
     let mut report = Report::default();
     let children = converge_children(&accepted, ctx, &contract, &acted, &mut report).await;
-    report.publish(ms, ctx).await;
+    report.tell(outbox);
     children.map(|_| ())
 }
 
@@ -233,11 +240,35 @@ where
     }
 }
 
-/// One Event per state the status entered that status alone does not tell (see `status::status_events`).
-async fn emit_status_events(ms: &Microservice, ctx: &Context, previous: &MicroserviceStatus, new: &MicroserviceStatus) {
-    for event in status_events(Some(previous), new) {
-        let type_ = if event.warning { EventType::Warning } else { EventType::Normal };
-        publish(ctx, ms, type_, event.reason.as_str(), "Reconcile", event.note).await;
+/// The Events a reconcile has to tell, in the order it found them, sent when it is done (`Outbox::send`).
+#[derive(Default)]
+struct Outbox(Vec<Event>);
+
+impl Outbox {
+    fn push(&mut self, type_: EventType, reason: Reason, action: &str, note: String) {
+        let action = series_action(action, &note);
+        self.0.push(Event { type_, reason: reason.as_str().to_string(), note, action });
+    }
+
+    /// One Event per state the status entered that status alone does not tell (see `status::status_events`).
+    fn status_events(&mut self, previous: &MicroserviceStatus, new: &MicroserviceStatus) {
+        for event in status_events(Some(previous), new) {
+            let type_ = if event.warning { EventType::Warning } else { EventType::Normal };
+            self.push(type_, event.reason, "Reconcile", event.note);
+        }
+    }
+
+    /// Events are best effort: a failure to record one is logged, never fails the reconcile.
+    async fn send(self, ctx: &Context, ms: &Microservice) {
+        if self.0.is_empty() {
+            return;
+        }
+        let regarding = ms.object_ref(&());
+        for event in self.0 {
+            if let Err(err) = ctx.events.publish(&event, &regarding).await {
+                tracing::warn!(reason = event.reason, error = %err, "could not record an Event");
+            }
+        }
     }
 }
 
@@ -249,9 +280,9 @@ struct Report {
 }
 
 impl Report {
-    async fn publish(&self, ms: &Microservice, ctx: &Context) {
+    fn tell(&self, outbox: &mut Outbox) {
         for told in tell(&self.deeds) {
-            publish(ctx, ms, EventType::Normal, told.reason.as_str(), &told.action, told.note).await;
+            outbox.push(EventType::Normal, told.reason, &told.action, told.note);
         }
     }
 }
@@ -566,13 +597,13 @@ fn now() -> Time {
 }
 
 /// Records a permanent failure as Degraded, with a Warning Event the first time.
-async fn record_permanent(ms: &Microservice, ctx: &Context, err: &Error) -> Result<()> {
+async fn record_permanent(ms: &Microservice, ctx: &Context, err: &Error, outbox: &mut Outbox) -> Result<()> {
     let previous = ms.status.clone().unwrap_or_default();
     let now = now();
     let reason = failure_reason(err);
     let new = with_failure(&previous, ms.metadata.generation, reason, &err.to_string(), &now);
     if write_status(ms, ctx, &previous, &new).await? == StatusWrite::Now {
-        publish(ctx, ms, EventType::Warning, reason.as_str(), "Reconcile", err.to_string()).await;
+        outbox.push(EventType::Warning, reason, "Reconcile", err.to_string());
     }
     Ok(())
 }
@@ -582,15 +613,6 @@ fn failure_reason(err: &Error) -> Reason {
         Error::Api { .. } if err.status_code() == Some(403) => Reason::Forbidden,
         Error::Api { .. } => Reason::ApiRejected,
         Error::Desired(_) | Error::MissingMetadata(_) | Error::Serialize { .. } => Reason::InternalError,
-    }
-}
-
-/// Events are best effort: a failure to record one is logged, never fails the reconcile.
-async fn publish(ctx: &Context, ms: &Microservice, type_: EventType, reason: &str, action: &str, note: String) {
-    let action = series_action(action, &note);
-    let event = Event { type_, reason: reason.to_string(), note, action };
-    if let Err(err) = ctx.events.publish(&event, &ms.object_ref(&())).await {
-        tracing::warn!(reason, error = %err, "could not record an Event");
     }
 }
 

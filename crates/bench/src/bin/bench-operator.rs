@@ -38,7 +38,7 @@ struct Args {
     #[arg(long, default_value_t = 300)]
     resync_interval: u64,
     /// Print `reconciles N` on stdout whenever the reconcile count moved (looked at every 20 ms), and, first,
-    /// `metrics URL` with where this process serves /metrics (on 127.0.0.1, a port of the system's choice).
+    /// `metrics ADDRESS` with where this process serves /metrics (on 127.0.0.1, a port of the system's choice).
     #[arg(long)]
     report: bool,
 }
@@ -92,7 +92,7 @@ async fn run(args: Args) -> Result<(), Error> {
     if args.report {
         let listener = http::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await.map_err(Error::Http)?;
         let address = listener.local_addr().map_err(Error::Listen)?;
-        println!("metrics http://{address}/metrics");
+        println!("metrics {address}");
         let router = http::router(metrics.clone(), health.clone());
         tokio::spawn(http::serve(listener, router, std::future::pending()));
         tokio::spawn(keep_report(metrics.clone()));
