@@ -261,13 +261,15 @@ async fn converge(env: &Env, n: usize, floor_time: Option<Duration>) -> Result<(
     let before = env.requests();
     let started = Instant::now();
     let mut op = OperatorProcess::spawn(&env.kubeconfig, Duration::from_secs(300))?;
+    // The server's histograms hold what came before too (the fixture's creates, the floor client's writes).
+    let urgent_before = Urgent::now(env, &op).await;
     let last_ready = env.wait_all_ready(n, 1, env.timeout_for(n), &mut op).await?;
     let took = last_ready.saturating_duration_since(started);
     env.wait_quiet(Duration::from_millis(500), Duration::from_secs(10)).await;
     let counts = env.requests().since(&before);
     let usage = op.usage()?;
     // After the CPU figure: serving /metrics costs the operator a little.
-    let urgent = Urgent::now(&op).await;
+    let urgent = Urgent::now(env, &op).await.since(&urgent_before);
 
     let mut r = Report::new("converge", n);
     r.info("time until all Ready (generation 1)", secs(took), Some(took.as_secs_f64()));
@@ -353,20 +355,39 @@ const URGENT_WAIT: &str = "microservice_urgent_reconcile_wait_seconds";
 /// Of the wait, the object's lock (held by a reconcile of the same Microservice already running).
 const URGENT_LOCK_WAIT: &str = "microservice_urgent_reconcile_lock_wait_seconds";
 
-/// The operator's urgent-reconcile histograms at one moment.
+/// kube-apiserver's histogram of the time it took to serve a request, and the operator's writes by its labels:
+/// the server's own share of each (a write's round trip is this and the way to and from the server).
+const SERVER_DURATION: &str = "apiserver_request_duration_seconds";
+const SERVED: [(&str, [(&str, &str); 3]); 3] = [
+    ("status write", [("resource", "microservices"), ("subresource", "status"), ("verb", "PATCH")]),
+    ("Deployment create", [("resource", "deployments"), ("subresource", ""), ("verb", "POST")]),
+    ("Service create", [("resource", "services"), ("subresource", ""), ("verb", "POST")]),
+];
+
+/// The operator's urgent-reconcile histograms at one moment, and (on the real control plane) the server's time
+/// serving status writes.
 struct Urgent {
     lag: Buckets,
     wait: Buckets,
     lock_wait: Buckets,
+    /// Per write of `SERVED`, when the server keeps the histogram.
+    served: Vec<Option<Buckets>>,
 }
 
 impl Urgent {
-    async fn now(op: &OperatorProcess) -> Urgent {
+    async fn now(env: &Env, op: &OperatorProcess) -> Urgent {
         let text = op.metrics().await;
         Urgent {
             lag: Buckets::parse(&text, URGENT_LAG),
             wait: Buckets::parse(&text, URGENT_WAIT),
             lock_wait: Buckets::parse(&text, URGENT_LOCK_WAIT),
+            served: {
+                let mut served = Vec::new();
+                for (_, labels) in &SERVED {
+                    served.push(env.server_histogram(SERVER_DURATION, labels).await);
+                }
+                served
+            },
         }
     }
 
@@ -375,6 +396,7 @@ impl Urgent {
             lag: self.lag.since(&before.lag),
             wait: self.wait.since(&before.wait),
             lock_wait: self.lock_wait.since(&before.lock_wait),
+            served: self.served.iter().zip(&before.served).map(|(a, b)| Some(a.as_ref()?.since(b.as_ref()?))).collect(),
         }
     }
 
@@ -397,6 +419,17 @@ impl Urgent {
         }
         if let Some((p50, p99)) = quantiles(&self.lock_wait) {
             r.info("of which the object's lock, p50 / p99", format!("{p50:.1} / {p99:.1} ms"), Some(p99));
+        }
+        let mut served = false;
+        for ((what, _), buckets) in SERVED.iter().zip(&self.served) {
+            if let Some((p50, p99)) = buckets.as_ref().and_then(quantiles) {
+                let label = format!("server's time serving a {what}, p50 / p99");
+                r.info(&label, format!("{p50:.1} / {p99:.1} ms"), Some(p99));
+                served = true;
+            }
+        }
+        if served {
+            r.note("the server's time is kube-apiserver's apiserver_request_duration_seconds (its buckets are coarse: 5, 25, 50, 100, 200, 400, 600, 800 ms, 1 s, ...)");
         }
         r.note("the operator's share is estimated from its histograms' buckets (powers of two from 0.5 ms), as histogram_quantile does");
     }
@@ -684,14 +717,14 @@ async fn update(env: &Env, n: usize, op: &mut OperatorProcess, floor_time: Optio
         (seen.ready_checked, seen.early_ready.len(), seen.lagged, seen.ready_latency_ms.len())
     };
     let before = env.requests();
-    let urgent_before = Urgent::now(op).await;
+    let urgent_before = Urgent::now(env, op).await;
     let started = Instant::now();
     env.set_images(n, IMAGE_V2).await?;
     let last_ready = env.wait_all_ready(n, 2, env.timeout_for(n), op).await?;
     let took = last_ready.saturating_duration_since(started);
     env.wait_quiet(Duration::from_millis(500), Duration::from_secs(10)).await;
     let counts = env.requests().since(&before);
-    let urgent = Urgent::now(op).await.since(&urgent_before);
+    let urgent = Urgent::now(env, op).await.since(&urgent_before);
     let seen = env.observer.seen();
     let mut r = Report::new("update", n);
     r.info("time until all Ready (generation 2)", secs(took), Some(took.as_secs_f64()));

@@ -8,18 +8,35 @@ pub struct Buckets(Vec<(f64, u64)>);
 impl Buckets {
     /// The `name` histogram of an OpenMetrics text; empty if the text has none.
     pub fn parse(text: &str, name: &str) -> Buckets {
-        let prefix = format!("{name}_bucket{{le=\"");
-        let mut buckets: Vec<(f64, u64)> = text
-            .lines()
-            .filter_map(|line| {
-                let rest = line.strip_prefix(&prefix)?;
-                let (le, count) = rest.split_once("\"}")?;
-                let le = if le == "+Inf" { f64::INFINITY } else { le.parse().ok()? };
-                Some((le, count.trim().parse().ok()?))
-            })
-            .collect();
-        buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
-        Buckets(buckets)
+        Buckets::parse_where(text, name, &[])
+    }
+
+    /// The `name` histogram's series whose labels include every one of `labels`, summed bucket by bucket (a
+    /// server splits one kind of request over series by labels not asked for, such as `component`).
+    pub fn parse_where(text: &str, name: &str, labels: &[(&str, &str)]) -> Buckets {
+        let prefix = format!("{name}_bucket{{");
+        let mut sums: Vec<(f64, u64)> = Vec::new();
+        for line in text.lines() {
+            let Some((set, count)) = line.strip_prefix(&prefix).and_then(|rest| rest.rsplit_once("} ")) else {
+                continue;
+            };
+            let label = |key: &str| set.split("\",").find_map(|pair| pair.strip_prefix(key)?.strip_prefix("=\""));
+            let value = |key: &str| label(key).map(|v| v.trim_end_matches('"'));
+            if !labels.iter().all(|(key, want)| value(key) == Some(want)) {
+                continue;
+            }
+            let Some(le) = value("le").and_then(|le| if le == "+Inf" { Some(f64::INFINITY) } else { le.parse().ok() })
+            else {
+                continue;
+            };
+            let Ok(count) = count.trim().parse::<f64>() else { continue };
+            match sums.iter_mut().find(|(l, _)| *l == le) {
+                Some((_, sum)) => *sum += count as u64,
+                None => sums.push((le, count as u64)),
+            }
+        }
+        sums.sort_by(|a, b| a.0.total_cmp(&b.0));
+        Buckets(sums)
     }
 
     /// What was observed after `before` (the same histogram read earlier).
@@ -84,6 +101,22 @@ mod tests {
         assert!((b.quantile(0.5).unwrap_or(0.0) - 0.0018).abs() < 1e-12);
         // Rank 99 is beyond the last finite bound: that bound is all that is known.
         assert_eq!(b.quantile(0.99), Some(0.004));
+    }
+
+    #[test]
+    fn a_server_histogram_is_the_sum_of_the_series_with_the_labels_asked_for() {
+        let text = "apiserver_request_duration_seconds_bucket{component=\"apiserver\",resource=\"microservices\",subresource=\"status\",verb=\"PATCH\",le=\"0.05\"} 3\n\
+            apiserver_request_duration_seconds_bucket{component=\"apiserver\",resource=\"microservices\",subresource=\"status\",verb=\"PATCH\",le=\"+Inf\"} 4\n\
+            apiserver_request_duration_seconds_bucket{component=\"\",resource=\"microservices\",subresource=\"status\",verb=\"PATCH\",le=\"0.05\"} 1\n\
+            apiserver_request_duration_seconds_bucket{component=\"\",resource=\"microservices\",subresource=\"status\",verb=\"PATCH\",le=\"+Inf\"} 1\n\
+            apiserver_request_duration_seconds_bucket{component=\"apiserver\",resource=\"microservices\",subresource=\"\",verb=\"PATCH\",le=\"+Inf\"} 9\n";
+        let patch_status = [("resource", "microservices"), ("subresource", "status"), ("verb", "PATCH")];
+        let b = Buckets::parse_where(text, "apiserver_request_duration_seconds", &patch_status);
+        assert_eq!(b, Buckets(vec![(0.05, 4), (f64::INFINITY, 5)]));
+        assert_eq!(
+            Buckets::parse_where(text, "apiserver_request_duration_seconds", &[("verb", "GET")]),
+            Buckets::default()
+        );
     }
 
     #[test]

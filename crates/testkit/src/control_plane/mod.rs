@@ -303,6 +303,14 @@ impl ControlPlane {
         self.client_as(ADMIN).await
     }
 
+    /// kube-apiserver's own /metrics (Prometheus text), read as the admin: what the server measured of the
+    /// requests it served, e.g. `apiserver_request_duration_seconds`.
+    pub async fn apiserver_metrics(&self) -> Result<String, Error> {
+        let client = self.client().await?;
+        let request = http::Request::get("/metrics").body(Vec::new()).map_err(|e| Error::Setup(e.to_string()))?;
+        client.request_text(request).await.map_err(|e| Error::Api("read kube-apiserver's /metrics", e))
+    }
+
     /// A client authenticated as `user`.
     pub async fn client_as(&self, user: &str) -> Result<Client, Error> {
         client_from(&self.kubeconfig_for(user)?).await
