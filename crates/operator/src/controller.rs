@@ -40,7 +40,7 @@ pub use crate::context::Context;
 pub use crate::identity::CONTROLLER_NAME;
 
 /// Reconciles running at once in the Ready lane (beside the workers' own `concurrency`).
-pub const LANE_CONCURRENCY: usize = 8;
+pub const LANE_CONCURRENCY: usize = 32;
 
 /// Keys released by the work queue at once, per worker (see `queue`).
 const QUEUE_IN_FLIGHT_PER_WORKER: usize = 4;
