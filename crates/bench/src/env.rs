@@ -29,7 +29,6 @@ use crate::child::OperatorProcess;
 use crate::error::{BenchError, Result};
 use crate::fixture::{Backend, IMAGE_V1, Kind, NAMESPACE, name};
 use crate::observe::Observer;
-use crate::scrape::Buckets;
 
 /// The identities whose requests are measured on the real server (each scenario runs one of them).
 const OPERATOR_USER: &str = "bench-operator";
@@ -167,15 +166,12 @@ impl Env {
         }
     }
 
-    /// The server's own `name` histogram over the series with `labels` (kube-apiserver's /metrics); None on kubesim,
-    /// which keeps none, or when it cannot be read.
-    pub async fn server_histogram(&self, name: &str, labels: &[(&str, &str)]) -> Option<Buckets> {
+    /// The server's own /metrics text (kube-apiserver's); None on kubesim, which keeps none, or when it cannot be
+    /// read.
+    pub async fn server_metrics(&self) -> Option<String> {
         match &self.server {
             Server::Sim { .. } => None,
-            Server::Real { plane, .. } => {
-                let text = plane.apiserver_metrics().await.ok()?;
-                Some(Buckets::parse_where(&text, name, labels))
-            }
+            Server::Real { plane, .. } => plane.apiserver_metrics().await.ok(),
         }
     }
 
