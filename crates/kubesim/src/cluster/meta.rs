@@ -65,6 +65,7 @@ pub fn tracks_generation(rt: &ResourceType) -> bool {
                 | ("policy", _)
                 | ("networking.k8s.io", _)
                 | ("autoscaling", _)
+                | ("admissionregistration.k8s.io", _)
                 | ("", "pods")
                 | ("apiextensions.k8s.io", "customresourcedefinitions")
         )

@@ -20,7 +20,7 @@ use tokio::time::Instant;
 
 use super::gc::{self, Graph, Lookup, Node};
 use super::util::{now_seconds, time};
-use super::{ControllerConfig, deployment, kubelet, replicaset};
+use super::{ControllerConfig, deployment, kubelet, policy_status, replicaset};
 use crate::cluster::meta::meta_str;
 use crate::cluster::{
     Change, ChangeKind, Cluster, DeleteOptions, DeleteOutcome, ListOptions, PatchBody, PropagationPolicy, Subresource,
@@ -378,6 +378,8 @@ impl Manager {
             if mark && meta_str(&value, "deletionTimestamp").is_some() {
                 self.dirty_namespaces.insert(key.1.clone());
             }
+        } else if mark && is(rt, crate::admission::GROUP, crate::admission::POLICIES) {
+            self.check_policy(rt, &value);
         }
         let rv = rv_of(&value);
         if self.graph_rv.get(&uid).is_some_and(|seen| *seen >= rv) {
@@ -484,6 +486,14 @@ impl Manager {
                 }
             }
         }
+    }
+
+    /// Nothing else waits on a policy's status, so its one write is made as the change is seen.
+    fn check_policy(&mut self, rt: &ResourceRef, policy: &Value) {
+        let (Some(apply), Some(name)) = (policy_status::sync(policy), meta_str(policy, "name")) else { return };
+        let opts = WriteOptions { force: true, ..Self::opts(policy_status::FIELD_MANAGER) };
+        // A forced apply has no conflict to lose: it fails only for a policy deleted meanwhile.
+        let _ = self.cluster.patch(rt, None, name, PatchBody::Apply(apply), Subresource::Status, &opts);
     }
 
     fn opts(manager: &str) -> WriteOptions {

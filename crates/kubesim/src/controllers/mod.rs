@@ -1,8 +1,8 @@
 //! The simulated controller-manager: Deployment and ReplicaSet controllers, a kubelet-like Pod lifecycle, the
-//! garbage collector and the namespace finalizer. Controllers act through [`crate::cluster::Cluster`] like any
+//! garbage collector, the namespace finalizer and the admission policies' status. Controllers act through [`crate::cluster::Cluster`] like any
 //! client would.
 //!
-//! Each controller's decisions are pure functions ([`deployment`], [`replicaset`], [`kubelet`], [`gc`]) so they
+//! Each controller's decisions are pure functions ([`deployment`], [`replicaset`], [`kubelet`], [`gc`], [`policy_status`]) so they
 //! can be tested step by step; `manager` is the one event loop that feeds them from `Cluster::subscribe()` and
 //! timers and performs their writes.
 
@@ -10,6 +10,7 @@ pub mod deployment;
 pub mod gc;
 pub mod kubelet;
 mod manager;
+pub mod policy_status;
 pub mod replicaset;
 pub mod util;
 
