@@ -29,7 +29,7 @@ use crate::error::{BenchError, Result};
 use crate::fixture::{Backend, IMAGE_V2, NAMESPACE};
 use crate::report::Report;
 use crate::rollout::{DeploymentView, Want};
-use crate::scenarios::{non_watch, per_cr_note, secs};
+use crate::scenarios::{Judged, non_watch, per_cr_note, ready_latency, secs};
 
 /// The floor's times, the references of the operator's converge and update.
 pub struct FloorTimes {
@@ -70,6 +70,7 @@ async fn wave(
     wave: Wave,
 ) -> Result<(Report, Duration)> {
     let before = env.requests();
+    let latency_before = env.observer.seen().ready_latency_ms.len();
     let started = Instant::now();
     if wave == Wave::Update {
         // Timed from the first spec change, as the operator's update wave is.
@@ -98,6 +99,8 @@ async fn wave(
     let per_cr = non_watch(&counts) as f64 / n as f64;
     r.info("API requests per CR (watch excluded)", format!("{per_cr:.2}"), Some(per_cr));
     r.note(per_cr_note(&counts, n));
+    let latencies = env.observer.seen().ready_latency_ms[latency_before..].to_vec();
+    ready_latency(&mut r, latencies, Judged::Reference);
     r.note(match env.backend() {
         Backend::Kubesim => "the floor client runs in the benchmark process, beside the emulator",
         Backend::Real => "the floor client runs in the benchmark process; its requests are counted from the audit log",

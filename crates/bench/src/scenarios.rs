@@ -286,7 +286,7 @@ async fn converge(env: &Env, n: usize, floor_time: Option<Duration>) -> Result<(
         let seen = env.observer.seen();
         (seen.ready_latency_ms.clone(), seen.degraded.clone())
     };
-    ready_latency(&mut r, latencies);
+    ready_latency(&mut r, latencies, Judged::Target);
     urgent.report(&mut r);
     let cpu_ms = usage.cpu_seconds * 1000.0 / n as f64;
     r.target(
@@ -436,14 +436,27 @@ impl Urgent {
     }
 }
 
+/// Whose Ready latency a report prints: the operator's is judged against the target; the floor client's is the
+/// reference beside it (what the server and the machine leave to any client).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Judged {
+    Target,
+    Reference,
+}
+
 /// p50 and p99 of the time from a Deployment's completed rollout committed to its CR's Ready=True committed.
-fn ready_latency(r: &mut Report, mut samples: Vec<f64>) {
+pub fn ready_latency(r: &mut Report, mut samples: Vec<f64>, judged: Judged) {
     samples.sort_by(f64::total_cmp);
     r.info("Ready latency samples", samples.len().to_string(), Some(samples.len() as f64));
     let p50 = percentile(&samples, 50.0);
     r.info("Ready latency p50 (rollout complete -> Ready committed)", format!("{p50:.1} ms"), Some(p50));
     let p99 = percentile(&samples, 99.0);
-    r.target("Ready latency p99", format!("{p99:.1} ms"), p99, "< 100 ms", p99 < TARGET_READY_P99_MS);
+    match judged {
+        Judged::Target => {
+            r.target("Ready latency p99", format!("{p99:.1} ms"), p99, "< 100 ms", p99 < TARGET_READY_P99_MS)
+        }
+        Judged::Reference => r.info("Ready latency p99", format!("{p99:.1} ms"), Some(p99)),
+    }
 }
 
 /// N Microservices converge on a fresh cluster whose namespace also holds `count` Deployments and Services of
@@ -737,7 +750,7 @@ async fn update(env: &Env, n: usize, op: &mut OperatorProcess, floor_time: Optio
     let checked = seen.ready_checked - checked_before;
     let early = seen.early_ready.len() - early_before;
     let lagged = seen.lagged - lagged_before;
-    ready_latency(&mut r, seen.ready_latency_ms[latency_before..].to_vec());
+    ready_latency(&mut r, seen.ready_latency_ms[latency_before..].to_vec(), Judged::Target);
     urgent.report(&mut r);
     r.info("Ready statuses checked against the Deployment", checked.to_string(), Some(checked as f64));
     r.target("Ready before the rollout completed", early.to_string(), early as f64, "0", early == 0);
