@@ -3,6 +3,7 @@
 //! runs in a child process (the `bench-operator` binary beside this one) so its CPU time and peak RSS are its own.
 //! Each scenario prints a table with its targets and writes JSON under `target/bench/`.
 
+mod calibrate;
 mod child;
 mod commit_order;
 mod env;

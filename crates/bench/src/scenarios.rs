@@ -198,7 +198,7 @@ fn marginal_rss_missed(peaks: &[(usize, f64)]) -> bool {
     !pass
 }
 
-/// CPU model, cores and memory, from /proc and the scheduler.
+/// CPU model, cores and memory, from /proc and the scheduler, and how fast the machine is right now.
 fn machine() -> Value {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let model = cpuinfo
@@ -216,11 +216,16 @@ fn machine() -> Value {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
     let mem_gib = mem_kib as f64 / (1024.0 * 1024.0);
+    let speed = crate::calibrate::desired_deployments_ms();
+    let speed_text = speed.map_or_else(String::new, |ms| {
+        format!("; 1,000 desired Deployments built, encoded and decoded in {ms:.1} ms (the speed figures scale with)")
+    });
     json!({
         "cpu": model,
         "cores": cores,
         "memory_gib": (mem_gib * 10.0).round() / 10.0,
-        "summary": format!("{model}, {cores} cores, {mem_gib:.1} GiB RAM"),
+        "calibration_ms_per_1000_deployments": speed.map(|ms| (ms * 10.0).round() / 10.0),
+        "summary": format!("{model}, {cores} cores, {mem_gib:.1} GiB RAM{speed_text}"),
     })
 }
 
