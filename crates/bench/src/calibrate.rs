@@ -17,13 +17,11 @@ const PER_ROUND: usize = 2000;
 /// Milliseconds, best of three rounds, to build, encode and decode 1,000 desired Deployments on one thread (what a
 /// reconcile and a watch event do most); None if the fixture does not build.
 pub fn desired_deployments_ms() -> Option<f64> {
-    let ms: Microservice = serde_json::from_value(json!({
-        "apiVersion": "platform.example.com/v1alpha1",
-        "kind": "Microservice",
-        "metadata": {"name": "calibrate", "namespace": "bench", "generation": 1, "uid": "00000000-0000-0000-0000-000000000001"},
-        "spec": {"image": crate::fixture::IMAGE_V1, "port": 8080}
-    }))
-    .ok()?;
+    // What the server adds on create and the desired objects' owner reference needs.
+    let mut body = crate::env::microservice(0);
+    body["metadata"]["generation"] = json!(1);
+    body["metadata"]["uid"] = json!("00000000-0000-0000-0000-000000000001");
+    let ms: Microservice = serde_json::from_value(body).ok()?;
     let profile = PlatformProfile::default();
     let mut best = f64::INFINITY;
     for _ in 0..ROUNDS {

@@ -58,7 +58,7 @@ fn opts() -> WriteOptions {
     WriteOptions { field_manager: Some("bench".into()), ..WriteOptions::default() }
 }
 
-fn microservice(i: usize) -> Value {
+pub(crate) fn microservice(i: usize) -> Value {
     json!({
         "apiVersion": "platform.example.com/v1alpha1",
         "kind": "Microservice",
@@ -325,7 +325,7 @@ impl Env {
         op: &mut OperatorProcess,
     ) -> Result<Instant> {
         let deadline = Instant::now() + timeout;
-        let mut reported = Instant::now();
+        let mut progress = Progress::new();
         loop {
             op.check_alive()?;
             let ready = self.observer.seen().ready_for(generation);
@@ -338,11 +338,7 @@ impl Env {
                     seconds: timeout.as_secs(),
                 });
             }
-            // A real control plane takes minutes for N=1000: say how far it is.
-            if reported.elapsed() >= Duration::from_secs(10) {
-                eprintln!("  {ready}/{n} Microservices Ready for generation {generation}");
-                reported = Instant::now();
-            }
+            progress.say(|| format!("{ready}/{n} Microservices Ready for generation {generation}"));
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
@@ -362,6 +358,23 @@ impl Env {
             } else if since.elapsed() >= quiet {
                 return;
             }
+        }
+    }
+}
+
+/// Says how far a long wait is, at most every 10 s: a real control plane takes minutes for N=1000, and the floor
+/// client on kubesim minutes for N=5000.
+pub struct Progress(Instant);
+
+impl Progress {
+    pub fn new() -> Progress {
+        Progress(Instant::now())
+    }
+
+    pub fn say(&mut self, line: impl FnOnce() -> String) {
+        if self.0.elapsed() >= Duration::from_secs(10) {
+            eprintln!("  {}", line());
+            self.0 = Instant::now();
         }
     }
 }

@@ -24,7 +24,7 @@ use microservice_core::profile::PlatformProfile;
 use microservice_core::status::compute_status;
 use serde_json::json;
 
-use crate::env::Env;
+use crate::env::{Env, Progress};
 use crate::error::{BenchError, Result};
 use crate::fixture::{Backend, IMAGE_V2, NAMESPACE};
 use crate::report::Report;
@@ -172,13 +172,9 @@ async fn write_all_children(
 /// Waits until `patched` reaches `n`, or fails after `timeout`.
 async fn wait_patched(patched: &AtomicUsize, n: usize, timeout: Duration) -> Result<()> {
     let deadline = Instant::now() + timeout;
-    let mut reported = Instant::now();
+    let mut progress = Progress::new();
     while patched.load(Ordering::Relaxed) < n {
-        // Minutes at N=5000 and more: say how far it is, as the operator's waits do.
-        if reported.elapsed() >= Duration::from_secs(10) {
-            eprintln!("  floor: {}/{n} statuses patched Ready", patched.load(Ordering::Relaxed));
-            reported = Instant::now();
-        }
+        progress.say(|| format!("floor: {}/{n} statuses patched Ready", patched.load(Ordering::Relaxed)));
         if Instant::now() > deadline {
             return Err(BenchError::Timeout {
                 what: format!("the floor client to patch {n} statuses ({} done)", patched.load(Ordering::Relaxed)),
