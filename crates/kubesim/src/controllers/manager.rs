@@ -33,6 +33,8 @@ mod collect;
 
 mod pods;
 
+mod queue;
+
 const CONTROLLER_MANAGER: &str = "kube-controller-manager";
 const KUBELET: &str = "kubelet";
 const SCHEDULER: &str = "default-scheduler";
@@ -136,7 +138,7 @@ impl Cache {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum Work {
     Deployment(Key),
     ReplicaSet(Key),
@@ -208,7 +210,7 @@ pub(super) struct Manager {
     graph_rv: HashMap<String, u64>,
     /// uids this loop deleted whose DELETED event has not arrived yet.
     tombstones: HashSet<String>,
-    dirty: BTreeSet<Work>,
+    dirty: queue::Queue<Work>,
     dirty_gc: BTreeSet<String>,
     dirty_namespaces: BTreeSet<String>,
     timers: BinaryHeap<Reverse<(Instant, u64, Work)>>,
@@ -242,7 +244,7 @@ impl Manager {
             graph: Graph::default(),
             graph_rv: HashMap::new(),
             tombstones: HashSet::new(),
-            dirty: BTreeSet::new(),
+            dirty: queue::Queue::default(),
             dirty_gc: BTreeSet::new(),
             dirty_namespaces: BTreeSet::new(),
             timers: BinaryHeap::new(),
@@ -260,29 +262,34 @@ impl Manager {
         self.relist();
         loop {
             self.process();
-            let next_timer = self.timers.peek().map(|Reverse((at, _, _))| *at);
-            let event = match next_timer {
-                Some(at) => tokio::select! {
-                    ev = rx.recv() => Some(ev),
-                    _ = tokio::time::sleep_until(at) => None,
-                },
-                None => Some(rx.recv().await),
-            };
-            match event {
-                Some(Ok(change)) => self.observe(change),
-                Some(Err(RecvError::Lagged(_))) => {
-                    self.relist();
-                    continue;
+            if self.has_work() {
+                // A turn's worth done: let the server's requests run, then take the changes they made.
+                tokio::task::yield_now().await;
+            } else {
+                let next_timer = self.timers.peek().map(|Reverse((at, _, _))| *at);
+                let event = match next_timer {
+                    Some(at) => tokio::select! {
+                        ev = rx.recv() => Some(ev),
+                        _ = tokio::time::sleep_until(at) => None,
+                    },
+                    None => Some(rx.recv().await),
+                };
+                match event {
+                    Some(Ok(change)) => self.observe(change),
+                    Some(Err(RecvError::Lagged(missed))) => {
+                        self.lagged(missed);
+                        continue;
+                    }
+                    Some(Err(RecvError::Closed)) => return,
+                    None => {}
                 }
-                Some(Err(RecvError::Closed)) => return,
-                None => {}
             }
             // Take everything already queued before deciding anything.
             loop {
                 match rx.try_recv() {
                     Ok(change) => self.observe(change),
-                    Err(TryRecvError::Lagged(_)) => {
-                        self.relist();
+                    Err(TryRecvError::Lagged(missed)) => {
+                        self.lagged(missed);
                         break;
                     }
                     Err(TryRecvError::Empty) => break,
@@ -291,6 +298,17 @@ impl Manager {
             }
             self.fire_timers();
         }
+    }
+
+    /// The change feed dropped changes this loop had not read: only a fresh list is sure to hold them. Said aloud
+    /// because at thousands of objects a re-list is what makes the loop fall further behind.
+    fn lagged(&mut self, missed: u64) {
+        tracing::warn!(missed, queued = self.dirty.len(), "controller manager fell behind its change feed; re-listing");
+        self.relist();
+    }
+
+    fn has_work(&self) -> bool {
+        !(self.dirty.is_empty() && self.dirty_gc.is_empty() && self.dirty_namespaces.is_empty())
     }
 
     fn fire_timers(&mut self) {
@@ -303,7 +321,7 @@ impl Manager {
                 if let Work::Deployment(k) = &work {
                     self.deployment_timers.remove(k);
                 }
-                self.dirty.insert(work);
+                self.dirty.push(work);
             }
         }
     }
@@ -358,19 +376,19 @@ impl Manager {
             self.deployments.apply(value.clone());
             self.deployment_keys.insert(uid.clone(), key.clone());
             if mark {
-                self.dirty.insert(Work::Deployment(key.clone()));
+                self.dirty.push(Work::Deployment(key.clone()));
             }
         } else if is(rt, "apps", "replicasets") {
             self.replicasets.apply(value.clone());
             self.replicaset_keys.insert(uid.clone(), key.clone());
             if mark {
-                self.dirty.insert(Work::ReplicaSet(key.clone()));
+                self.dirty.push(Work::ReplicaSet(key.clone()));
                 self.mark_deployment_of(&value);
             }
         } else if is(rt, "", "pods") {
             self.pods.apply(value.clone());
             if mark {
-                self.dirty.insert(Work::Pod(key.clone()));
+                self.dirty.push(Work::Pod(key.clone()));
                 self.mark_replicaset_of(&value);
             }
         } else if is(rt, "", "namespaces") {
@@ -395,7 +413,7 @@ impl Manager {
 
     fn mark_deployment_of(&mut self, rs: &Value) {
         if let Some(k) = controller_uid(rs).and_then(|u| self.deployment_keys.get(u)) {
-            self.dirty.insert(Work::Deployment(k.clone()));
+            self.dirty.push(Work::Deployment(k.clone()));
         }
     }
 
@@ -403,7 +421,7 @@ impl Manager {
         let Some(owner) = controller_uid(pod) else { return };
         let Some(k) = self.replicaset_keys.get(owner).cloned() else { return };
         if let Some(rs) = self.replicasets.objects.get(&k).map(|c| c.value.clone()) {
-            self.dirty.insert(Work::ReplicaSet(k));
+            self.dirty.push(Work::ReplicaSet(k));
             self.mark_deployment_of(&rs);
         }
     }
@@ -463,27 +481,25 @@ impl Manager {
         }
     }
 
-    /// Runs everything dirty until nothing is left (bounded, so a flapping object cannot hold the loop).
+    /// Runs one turn: the garbage collector's and namespaces' work, then at most `TURN` syncs, oldest first. What
+    /// is left waits until the change feed was read again: at thousands of objects one pass over everything dirty
+    /// outlasts the feed's 8,192 changes, and the re-list that follows marks everything dirty again.
     fn process(&mut self) {
-        for _ in 0..16 {
-            if self.dirty.is_empty() && self.dirty_gc.is_empty() && self.dirty_namespaces.is_empty() {
-                return;
-            }
-            let gc_work = std::mem::take(&mut self.dirty_gc);
-            for uid in gc_work {
-                self.collect(&uid);
-            }
-            let ns_work = std::mem::take(&mut self.dirty_namespaces);
-            for ns in ns_work {
-                self.finalize_namespace(&ns);
-            }
-            let work = std::mem::take(&mut self.dirty);
-            for w in work {
-                match w {
-                    Work::Pod(k) => self.sync_pod(&k),
-                    Work::ReplicaSet(k) => self.sync_replicaset(&k),
-                    Work::Deployment(k) => self.sync_deployment(&k),
-                }
+        const TURN: usize = 256;
+        let gc_work = std::mem::take(&mut self.dirty_gc);
+        for uid in gc_work {
+            self.collect(&uid);
+        }
+        let ns_work = std::mem::take(&mut self.dirty_namespaces);
+        for ns in ns_work {
+            self.finalize_namespace(&ns);
+        }
+        for _ in 0..TURN {
+            let Some(w) = self.dirty.pop() else { return };
+            match w {
+                Work::Pod(k) => self.sync_pod(&k),
+                Work::ReplicaSet(k) => self.sync_replicaset(&k),
+                Work::Deployment(k) => self.sync_deployment(&k),
             }
         }
     }
@@ -653,7 +669,7 @@ impl Manager {
         if let Ok(out) = self.cluster.update(&rt, ns_opt(&key.0), &key.1, body, Subresource::Status, &opts) {
             self.wrote(&rt, out.object);
         }
-        self.dirty.insert(Work::Deployment(key.clone()));
+        self.dirty.push(Work::Deployment(key.clone()));
     }
 
     /// A core/v1 Event about an object, as the deployment controller's recorder writes it.
@@ -706,7 +722,7 @@ impl Manager {
             match self.cluster.create(&pod_rt, ns_opt(ns), body, &opts) {
                 Ok(out) => {
                     let v = self.wrote(&pod_rt, out.object);
-                    self.dirty.insert(Work::Pod(key_of(&v)));
+                    self.dirty.push(Work::Pod(key_of(&v)));
                 }
                 // A terminating namespace or a quota-like refusal: stop, the next change retries.
                 Err(_) => break,
