@@ -48,14 +48,32 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .try_init();
     block_on(async {
-        match scenarios::run(cli.run).await {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::FAILURE
+        tokio::select! {
+            result = scenarios::run(cli.run) => match result {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            },
+            // Dropping the run stops what it started: the operator child and the control plane's processes.
+            signal = stopped() => {
+                eprintln!("bench: {signal}; the operator and the cluster were stopped, reports so far are written");
+                ExitCode::from(130)
             }
         }
     })
+}
+
+/// Resolves on SIGINT or SIGTERM; never when neither can be listened for.
+async fn stopped() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).ok();
+    tokio::select! {
+        Ok(()) = tokio::signal::ctrl_c() => "interrupted",
+        Some(()) = async { term.as_mut()?.recv().await } => "terminated",
+        else => std::future::pending().await,
+    }
 }
 
 #[cfg(test)]

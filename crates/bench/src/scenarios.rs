@@ -91,20 +91,16 @@ pub async fn run(args: RunArgs) -> Result<()> {
     println!("backend: {}", args.backend.name());
     let body = serde_json::to_string_pretty(&machine).map_err(BenchError::json("the machine"))?;
     std::fs::write(out.join("machine.json"), body + "\n").map_err(BenchError::io("cannot write machine.json"))?;
-    let mut missed = 0;
+    let mut published = Published { out, reports: Vec::new(), missed: 0 };
     let mut peaks: Vec<(usize, f64)> = Vec::new();
     for &n in &args.n {
-        let reports = reports_at(&args, n, &out).await?;
-        if let Some(peak) = converge_peak(&reports) {
+        let first = published.reports.len();
+        reports_at(&args, n, &mut published).await?;
+        if let Some(peak) = converge_peak(&published.reports[first..]) {
             peaks.push((n, peak));
         }
-        for r in &reports {
-            r.print();
-            let path = r.write(&out)?;
-            println!("  written to {}", path.display());
-            missed += r.missed();
-        }
     }
+    let mut missed = published.missed;
     if marginal_rss_missed(&peaks) {
         missed += 1;
     }
@@ -116,23 +112,46 @@ pub async fn run(args: RunArgs) -> Result<()> {
     Ok(())
 }
 
+/// The reports so far, each printed and written as its scenario ends: a run stopped midway keeps what it measured.
+struct Published {
+    out: PathBuf,
+    reports: Vec<Report>,
+    missed: usize,
+}
+
+impl Published {
+    fn add(&mut self, report: Report) -> Result<()> {
+        report.print();
+        let path = report.write(&self.out)?;
+        println!("  written to {}", path.display());
+        self.missed += report.missed();
+        self.reports.push(report);
+        Ok(())
+    }
+}
+
 /// The wanted scenarios at `n`: the floor on its own cluster, those that start from converge on one, and unrelated
 /// on another.
-async fn reports_at(args: &RunArgs, n: usize, out: &Path) -> Result<Vec<Report>> {
-    let mut reports = Vec::new();
+async fn reports_at(args: &RunArgs, n: usize, published: &mut Published) -> Result<()> {
+    let first = published.reports.len();
     let mut floor_times = None;
     if args.wants(Scenario::Floor) {
-        let (floor_reports, times) = floor::floor(args.backend, n, args.wants(Scenario::Update), out).await?;
+        let (floor_reports, times) =
+            floor::floor(args.backend, n, args.wants(Scenario::Update), &published.out).await?;
         floor_times = Some(times);
-        reports.extend(floor_reports);
+        for report in floor_reports {
+            published.add(report)?;
+        }
     }
     if args.wants(Scenario::Converge) || AFTER_CONVERGE.iter().any(|s| args.wants(*s)) {
-        reports.extend(from_converge(args, n, floor_times.as_ref(), out).await?);
+        from_converge(args, n, floor_times.as_ref(), published).await?;
     }
     if args.wants(Scenario::Unrelated) {
-        reports.push(unrelated(args.backend, n, args.unrelated, converge_peak(&reports), out).await?);
+        let peak = converge_peak(&published.reports[first..]);
+        let out = published.out.clone();
+        published.add(unrelated(args.backend, n, args.unrelated, peak, &out).await?)?;
     }
-    Ok(reports)
+    Ok(())
 }
 
 /// The scenarios that start from converge's state.
@@ -140,31 +159,30 @@ const AFTER_CONVERGE: [Scenario; 4] = [Scenario::Restart, Scenario::Steady, Scen
 
 /// Converge, then restart, steady state, drift repair and the update wave on the same cluster, each from the state
 /// the previous one left; only the wanted ones are reported.
-async fn from_converge(args: &RunArgs, n: usize, floor: Option<&FloorTimes>, out: &Path) -> Result<Vec<Report>> {
+async fn from_converge(args: &RunArgs, n: usize, floor: Option<&FloorTimes>, published: &mut Published) -> Result<()> {
     let wanted = |s: Scenario| args.wants(s);
-    let mut reports = Vec::new();
-    let env = Env::start(args.backend, out).await?;
+    let env = Env::start(args.backend, &published.out).await?;
     let (report, op) = converge(&env, n, floor.map(|f| f.converge)).await?;
     if wanted(Scenario::Converge) {
-        reports.push(report);
+        published.add(report)?;
     }
     if !AFTER_CONVERGE.iter().any(|s| wanted(*s)) {
-        return Ok(reports);
+        return Ok(());
     }
     let (report, mut op, started) = restart(&env, n, op, args).await?;
     if wanted(Scenario::Restart) {
-        reports.push(report);
+        published.add(report)?;
     }
     if wanted(Scenario::Steady) {
-        reports.push(steady(&env, n, &mut op, started, args).await?);
+        published.add(steady(&env, n, &mut op, started, args).await?)?;
     }
     if wanted(Scenario::Drift) {
-        reports.push(drift(&env, n, &mut op, args.drift_edits).await?);
+        published.add(drift(&env, n, &mut op, args.drift_edits).await?)?;
     }
     if wanted(Scenario::Update) {
-        reports.push(update(&env, n, &mut op, floor.and_then(|f| f.update)).await?);
+        published.add(update(&env, n, &mut op, floor.and_then(|f| f.update)).await?)?;
     }
-    Ok(reports)
+    Ok(())
 }
 
 /// Converge's peak RSS among `reports`, if it ran.
@@ -245,7 +263,8 @@ pub(crate) fn non_watch(counts: &RequestCounts) -> u64 {
 }
 
 pub(crate) fn per_cr_note(counts: &RequestCounts, n: usize) -> String {
-    let parts: Vec<String> = by_verb(counts).iter().map(|(k, v)| format!("{k} {:.2}", *v as f64 / n as f64)).collect();
+    let parts: Vec<String> =
+        by_verb(counts).iter().map(|(k, v)| format!("{k} {:.2} ({v})", *v as f64 / n as f64)).collect();
     let failed: Vec<String> = counts
         .counts
         .iter()
@@ -254,7 +273,10 @@ pub(crate) fn per_cr_note(counts: &RequestCounts, n: usize) -> String {
         .collect();
     let total: u64 = counts.counts.iter().filter(|(k, _)| k.code >= 400).map(|(_, v)| v).sum();
     let which = if failed.is_empty() { String::new() } else { format!(" ({})", failed.join(", ")) };
-    format!("requests per CR by verb (watch excluded): {}; {total} answered >= 400{which}", parts.join(", "))
+    format!(
+        "requests per CR by verb, the count in brackets (watch excluded): {}; {total} answered >= 400{which}",
+        parts.join(", ")
+    )
 }
 
 pub(crate) fn secs(d: Duration) -> String {
