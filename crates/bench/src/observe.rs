@@ -56,6 +56,9 @@ pub struct Seen {
     /// The Degraded reason of every Microservice that turned Degraded, once per turn: the operator tells each in a
     /// status write and a Warning Event, and its recovery in another status write, beyond a plain rollout's.
     pub degraded: Vec<String>,
+    /// Deployments added or changed: the operator's creates and every status the cluster's controllers wrote, each
+    /// of which wakes the operator.
+    pub deployment_changes: u64,
 }
 
 impl Seen {
@@ -126,6 +129,7 @@ impl Seen {
             self.deployments.remove(name);
             self.complete_at.remove(name);
         } else {
+            self.deployment_changes += 1;
             let view = DeploymentView::of(obj);
             match self.want.get(name) {
                 Some(w) if view.complete_for(w) => {

@@ -309,12 +309,19 @@ async fn converge(env: &Env, n: usize, floor_time: Option<Duration>) -> Result<(
         per_cr <= TARGET_REQUESTS_PER_CR,
     );
     duplicate_creates(&mut r, &counts, n);
-    let (latencies, degraded) = {
+    let (latencies, degraded, deployment_changes) = {
         let seen = env.observer.seen();
-        (seen.ready_latency_ms.clone(), seen.degraded.clone())
+        (seen.ready_latency_ms.clone(), seen.degraded.clone(), seen.deployment_changes)
     };
     ready_latency(&mut r, latencies, Judged::Target);
     urgent.report(&mut r);
+    // What the operator had to look at: the cluster's controllers decide how many Deployment changes a rollout takes.
+    let changes = deployment_changes as f64 / n as f64;
+    r.info("Deployment changes seen per CR (creates and status writes)", format!("{changes:.2}"), Some(changes));
+    if let Some(reconciles) = op.reconciles() {
+        let per_cr = reconciles as f64 / n as f64;
+        r.info("reconciles per CR", format!("{per_cr:.2}"), Some(per_cr));
+    }
     let cpu_ms = usage.cpu_seconds * 1000.0 / n as f64;
     r.target(
         "operator CPU time per Microservice",
