@@ -60,6 +60,12 @@ pub(super) trait Strategy: Sync {
     /// applied only on the way out, never to what a write computes with.
     fn encode(&self, _served: &mut Value) {}
 
+    /// Whether a write to /status keeps the request's metadata (labels aside), as upstream's status strategy of
+    /// the kind does; by default /status changes only the status, as for custom resources.
+    fn status_keeps_metadata(&self) -> bool {
+        false
+    }
+
     /// The group a validation error names: the type's, unless its registry serves another group's type.
     fn error_group<'a>(&self, rt: &'a ResourceType) -> &'a str {
         &rt.group
@@ -154,6 +160,12 @@ struct Deployments;
 impl Strategy for Deployments {
     fn encode(&self, served: &mut Value) {
         crate::builtin::encoding::encode_deployment(served);
+    }
+
+    /// Upstream's deploymentStatusStrategy resets only spec and labels: the Deployment controller writes the
+    /// revision annotation with the status in one UpdateStatus.
+    fn status_keeps_metadata(&self) -> bool {
+        true
     }
 }
 

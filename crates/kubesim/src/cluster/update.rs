@@ -476,9 +476,25 @@ pub(super) fn apply_patch(rt: &ResourceType, cur: &Value, patch: &PatchBody) -> 
 }
 
 /// With a status subresource, a write to the main resource keeps the stored status and a write to /status
-/// changes only the status (and managedFields).
+/// changes only the status (and managedFields), or for some kinds the status and the metadata but the labels.
 fn split_status(rt: &ResourceType, cur: &Value, mut new: Value, sub: Subresource) -> Value {
     match sub {
+        Subresource::Status if strategy(rt).status_keeps_metadata() => {
+            match cur.get("spec") {
+                Some(spec) => new["spec"] = spec.clone(),
+                None => {
+                    if let Some(o) = new.as_object_mut() {
+                        o.remove("spec");
+                    }
+                }
+            }
+            let labels = cur.pointer("/metadata/labels").cloned();
+            let m = meta_mut(&mut new);
+            match labels {
+                Some(labels) => m.insert("labels".into(), labels),
+                None => m.remove("labels"),
+            };
+        }
         Subresource::Status => {
             let status = new.get("status").cloned();
             let mf = new.pointer("/metadata/managedFields").cloned();

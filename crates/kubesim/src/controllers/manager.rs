@@ -21,7 +21,7 @@ use tokio::time::Instant;
 use super::gc::{self, Graph, Lookup, Node};
 use super::util::{now_seconds, time};
 use super::{ControllerConfig, deployment, kubelet, policy_status, replicaset};
-use crate::cluster::meta::meta_str;
+use crate::cluster::meta::{meta_mut, meta_str};
 use crate::cluster::{
     Change, ChangeKind, Cluster, DeleteOptions, DeleteOutcome, ListOptions, PatchBody, PropagationPolicy, Subresource,
     WriteOptions,
@@ -612,10 +612,8 @@ impl Manager {
         }
     }
 
-    /// Writes a Deployment's status and its changed annotations; whether the status was written. Upstream writes
-    /// both in one `UpdateStatus` (the Deployment's /status accepts annotations); kubesim's /status changes only
-    /// the status, so the annotations follow in a second write, after the status, so that watchers see the new
-    /// status as soon as upstream's watchers would.
+    /// Writes a Deployment's status and its changed annotations in one `UpdateStatus`, as upstream does (a
+    /// Deployment's /status keeps the request's annotations); whether it was written.
     fn write_deployment(
         &mut self,
         key: &Key,
@@ -628,19 +626,20 @@ impl Manager {
         let Some(current) = self.deployments.objects.get(key).map(|c| c.value.clone()) else { return false };
         let mut body = (*current).clone();
         body["status"] = serde_json::to_value(status).unwrap_or_default();
+        if !annotations.is_empty() {
+            let meta = meta_mut(&mut body);
+            let stored = meta.entry("annotations").or_insert_with(|| json!({}));
+            if let Some(stored) = stored.as_object_mut() {
+                stored.extend(annotations.into_iter().map(|(k, v)| (k, Value::String(v))));
+            }
+        }
         match self.cluster.update(&d_rt, ns_opt(ns), name, body, Subresource::Status, &opts) {
             Ok(out) => {
                 self.wrote(&d_rt, out.object);
+                true
             }
-            Err(_) => return false,
+            Err(_) => false,
         }
-        if !annotations.is_empty() {
-            let patch = PatchBody::Merge(json!({"metadata": {"annotations": annotations}}));
-            if let Ok(out) = self.cluster.patch(&d_rt, ns_opt(ns), name, patch, Subresource::Main, &opts) {
-                self.wrote(&d_rt, out.object);
-            }
-        }
-        true
     }
 
     /// A ReplicaSet with the new one's name exists: it is the new one if this Deployment controls it and the

@@ -71,6 +71,34 @@ async fn generation_follows_spec_changes_and_no_op_writes_keep_the_resource_vers
     assert_eq!(s.status.unwrap().replicas, Some(3));
 }
 
+/// Upstream's Deployment status strategy resets only spec and labels, so the Deployment controller writes its
+/// revision annotation with the status in one write; a custom resource's /status keeps only the status (below).
+#[tokio::test]
+async fn a_deployment_status_write_keeps_annotations_but_not_labels_or_spec() {
+    let sim = api_only().await;
+    let api: Api<Deployment> = Api::namespaced(sim.client(), "default");
+    api.create(&PostParams::default(), &deployment("web")).await.unwrap();
+    let pp = PatchParams::default();
+    let s = api
+        .patch_status(
+            "web",
+            &pp,
+            &Patch::Merge(json!({
+                "metadata": {"annotations": {"deployment.kubernetes.io/revision": "1"}, "labels": {"team": "a"}},
+                "spec": {"replicas": 7},
+                "status": {"observedGeneration": 1}
+            })),
+        )
+        .await
+        .unwrap();
+    let annotations = s.metadata.annotations.unwrap_or_default();
+    assert_eq!(annotations.get("deployment.kubernetes.io/revision").map(String::as_str), Some("1"));
+    assert!(!s.metadata.labels.unwrap_or_default().contains_key("team"), "/status writes ignore labels");
+    assert_eq!(s.spec.and_then(|spec| spec.replicas), Some(1), "/status writes ignore the spec");
+    assert_eq!(s.metadata.generation, Some(1));
+    assert_eq!(s.status.and_then(|st| st.observed_generation), Some(1));
+}
+
 #[tokio::test]
 async fn a_no_op_write_sends_no_watch_event() {
     let sim = api_only().await;
@@ -175,13 +203,18 @@ async fn custom_resources_split_status_from_the_rest() {
         .patch_status(
             "w",
             &pp,
-            &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}, "spec": {"size": 9}, "status": {"ready": true}})),
+            &Patch::Merge(json!({
+                "metadata": {"labels": {"x": "y"}, "annotations": {"a": "b"}},
+                "spec": {"size": 9},
+                "status": {"ready": true}
+            })),
         )
         .await
         .unwrap();
     assert_eq!(w.data["status"]["ready"], true);
     assert_eq!(w.data["spec"]["size"], 2, "/status writes ignore the spec");
     assert!(w.metadata.labels.is_none(), "/status writes ignore labels");
+    assert!(w.metadata.annotations.is_none(), "a custom resource's /status writes ignore annotations");
     assert_eq!(w.metadata.generation, Some(2));
 
     // Custom resources refuse unconditional updates.
