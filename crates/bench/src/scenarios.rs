@@ -148,8 +148,8 @@ async fn reports_at(args: &RunArgs, n: usize, published: &mut Published) -> Resu
     }
     if args.wants(Scenario::Unrelated) {
         let peak = converge_peak(&published.reports[first..]);
-        let out = published.out.clone();
-        published.add(unrelated(args.backend, n, args.unrelated, peak, &out).await?)?;
+        let report = unrelated(args.backend, n, args.unrelated, peak, &published.out).await?;
+        published.add(report)?;
     }
     Ok(())
 }

@@ -480,47 +480,32 @@ pub(super) fn apply_patch(rt: &ResourceType, cur: &Value, patch: &PatchBody) -> 
 fn split_status(rt: &ResourceType, cur: &Value, mut new: Value, sub: Subresource) -> Value {
     match sub {
         Subresource::Status if strategy(rt).status_keeps_metadata() => {
-            match cur.get("spec") {
-                Some(spec) => new["spec"] = spec.clone(),
-                None => {
-                    if let Some(o) = new.as_object_mut() {
-                        o.remove("spec");
-                    }
-                }
-            }
+            set_or_remove(&mut new, "spec", cur.get("spec").cloned());
             let labels = cur.pointer("/metadata/labels").cloned();
-            let m = meta_mut(&mut new);
-            match labels {
-                Some(labels) => m.insert("labels".into(), labels),
-                None => m.remove("labels"),
-            };
+            set_or_remove_in(meta_mut(&mut new), "labels", labels);
         }
         Subresource::Status => {
             let status = new.get("status").cloned();
             let mf = new.pointer("/metadata/managedFields").cloned();
             new = view(rt, cur);
-            match status {
-                Some(s) => new["status"] = s,
-                None => {
-                    if let Some(o) = new.as_object_mut() {
-                        o.remove("status");
-                    }
-                }
-            }
-            let m = meta_mut(&mut new);
-            match mf {
-                Some(mf) => m.insert("managedFields".into(), mf),
-                None => m.remove("managedFields"),
-            };
+            set_or_remove(&mut new, "status", status);
+            set_or_remove_in(meta_mut(&mut new), "managedFields", mf);
         }
-        _ => match cur.get("status") {
-            Some(s) => new["status"] = s.clone(),
-            None => {
-                if let Some(o) = new.as_object_mut() {
-                    o.remove("status");
-                }
-            }
-        },
+        _ => set_or_remove(&mut new, "status", cur.get("status").cloned()),
     }
     new
+}
+
+/// `obj[key] = value`, or no `key` at all when `value` is None.
+fn set_or_remove(obj: &mut Value, key: &str, value: Option<Value>) {
+    if let Some(o) = obj.as_object_mut() {
+        set_or_remove_in(o, key, value);
+    }
+}
+
+fn set_or_remove_in(map: &mut serde_json::Map<String, Value>, key: &str, value: Option<Value>) {
+    match value {
+        Some(v) => map.insert(key.into(), v),
+        None => map.remove(key),
+    };
 }
