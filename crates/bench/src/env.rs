@@ -15,9 +15,9 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::{conditions, wait::await_condition};
-use kubesim::cluster::{Cluster, PatchBody, Subresource, WriteOptions};
+use kubesim::cluster::{Cluster, ListOptions, PatchBody, Subresource, WriteOptions};
 use kubesim::controllers::ControllerConfig;
 use kubesim::resources::ResourceRef;
 use kubesim::{RequestCounts, RequestKey, Sim};
@@ -293,6 +293,30 @@ impl Env {
         }
     }
 
+    /// The Events in the benchmark namespace by reason, each counted with its series (a repeated fact is one Event
+    /// whose `series.count` grows). What tells a user why a wave cost more writes than its transitions: a rollout
+    /// past its progress deadline is a `RolloutFailed` Warning and two status writes. Empty when they cannot be
+    /// listed.
+    pub async fn event_reasons(&self) -> BTreeMap<String, u64> {
+        let items = match &self.server {
+            Server::Sim { sim, .. } => {
+                let cluster = sim.cluster();
+                cluster
+                    .resolve("events.k8s.io", "v1", "events")
+                    .ok()
+                    .and_then(|events| cluster.list(&events, Some(NAMESPACE), &ListOptions::default()).ok())
+                    .map(|list| list.items)
+                    .unwrap_or_default()
+            }
+            Server::Real { client, .. } => {
+                let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), NAMESPACE);
+                let listed = api.list(&ListParams::default()).await.map(|l| l.items).unwrap_or_default();
+                listed.iter().filter_map(|e| serde_json::to_value(e).ok()).collect()
+            }
+        };
+        reason_counts(&items)
+    }
+
     /// The object as the server holds it now; None when it is absent (or cannot be read).
     pub async fn get(&self, kind: Kind, name: &str) -> Option<Value> {
         match &self.server {
@@ -364,6 +388,28 @@ impl Env {
 
 /// Says how far a long wait is, at most every 10 s: a real control plane takes minutes for N=1000, and the floor
 /// client on kubesim minutes for N=5000.
+/// Occurrences by reason of events.k8s.io/v1 Events: one, or the series' count.
+fn reason_counts(events: &[Value]) -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    for event in events {
+        let reason = event["reason"].as_str().unwrap_or("(none)").to_string();
+        *counts.entry(reason).or_default() += event["series"]["count"].as_u64().unwrap_or(1).max(1);
+    }
+    counts
+}
+
+/// What `after` holds beyond `before`, as a report note: "Updated 5000, RolloutFailed 12".
+pub fn reasons_note(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> String {
+    let mut grown: Vec<(&String, u64)> = after
+        .iter()
+        .map(|(reason, n)| (reason, n.saturating_sub(before.get(reason).copied().unwrap_or(0))))
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    grown.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    let listed: Vec<String> = grown.iter().map(|(reason, n)| format!("{reason} {n}")).collect();
+    format!("Events by reason (occurrences): {}", if listed.is_empty() { "none".into() } else { listed.join(", ") })
+}
+
 pub struct Progress(Instant);
 
 impl Progress {
@@ -407,5 +453,29 @@ async fn wait_resolvable(cluster: &Cluster, group: &str, version: &str, plural: 
             Err(e) if Instant::now() > deadline => return Err(BenchError::emulator(format!("serving {plural}"), e)),
             Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_series_counts_its_occurrences_and_the_note_lists_what_grew_most_first() {
+        let before = reason_counts(&[json!({"reason": "Created"})]);
+        let after = reason_counts(&[
+            json!({"reason": "Created"}),
+            json!({"reason": "Updated"}),
+            json!({"reason": "Updated"}),
+            json!({"reason": "RolloutFailed", "series": {"count": 3}}),
+            json!({}),
+        ]);
+        assert_eq!(after["RolloutFailed"], 3);
+        assert_eq!(after["(none)"], 1);
+        assert_eq!(
+            reasons_note(&before, &after),
+            "Events by reason (occurrences): RolloutFailed 3, Updated 2, (none) 1"
+        );
+        assert_eq!(reasons_note(&after, &after), "Events by reason (occurrences): none");
     }
 }

@@ -15,6 +15,7 @@ mod report;
 mod rollout;
 mod scenarios;
 mod scrape;
+mod spread;
 
 use std::process::ExitCode;
 
@@ -86,6 +87,13 @@ mod tests {
         let cli = Cli::try_parse_from(["bench", "--n", "100,1000", "--scenario", "converge,drift"]).unwrap();
         assert_eq!(cli.run.n, vec![100, 1000]);
         assert_eq!(cli.run.scenario, vec![Scenario::Converge, Scenario::Drift]);
+        assert_eq!(cli.run.repeat, 1);
+    }
+
+    #[test]
+    fn repeats_at_least_once() {
+        assert_eq!(Cli::try_parse_from(["bench", "--repeat", "3"]).unwrap().run.repeat, 3);
+        assert!(Cli::try_parse_from(["bench", "--repeat", "0"]).is_err());
     }
 
     #[test]

@@ -10,13 +10,14 @@ use kubesim::RequestCounts;
 use serde_json::{Value, json};
 
 use crate::child::{OperatorProcess, Usage};
-use crate::env::Env;
+use crate::env::{self, Env};
 use crate::error::{BenchError, Result};
 use crate::fixture::{Backend, IMAGE_V2, Kind, name};
 use crate::floor::{self, FloorTimes};
 use crate::observe;
 use crate::report::{Report, percentile};
 use crate::scrape::Buckets;
+use crate::spread;
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scenario {
@@ -54,6 +55,10 @@ pub struct RunArgs {
     /// Where the JSON reports go (default: target/bench, and target/bench/real for the real backend).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Runs everything this many times, each round on fresh clusters with its reports under `round-K/`, then
+    /// prints each figure's smallest, median and largest value and how many rounds met its target.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub repeat: u16,
 }
 
 impl RunArgs {
@@ -91,25 +96,48 @@ pub async fn run(args: RunArgs) -> Result<()> {
     println!("backend: {}", args.backend.name());
     let body = serde_json::to_string_pretty(&machine).map_err(BenchError::json("the machine"))?;
     std::fs::write(out.join("machine.json"), body + "\n").map_err(BenchError::io("cannot write machine.json"))?;
+    let rounds = usize::from(args.repeat);
+    let mut missed = 0;
+    let mut measured = Vec::new();
+    for round in 1..=rounds {
+        let out = if rounds == 1 { out.clone() } else { out.join(format!("round-{round}")) };
+        if rounds > 1 {
+            println!("\n#### round {round} of {rounds}");
+            std::fs::create_dir_all(&out).map_err(BenchError::io(format!("cannot create {}", out.display())))?;
+        }
+        let (reports, round_missed) = one_round(&args, out).await?;
+        missed += round_missed;
+        measured.push(reports);
+    }
+    if rounds > 1 {
+        let spreads = spread::spread(&measured);
+        spread::print(&spreads, rounds);
+        let body = serde_json::to_string_pretty(&spreads).map_err(BenchError::json("the spread"))?;
+        let path = out.join("spread.json");
+        std::fs::write(&path, body + "\n").map_err(BenchError::io(format!("cannot write {}", path.display())))?;
+        println!("  written to {}", path.display());
+    }
+    match (missed, rounds) {
+        (0, _) => println!("\nevery target met"),
+        (_, 1) => println!("\n{missed} target(s) MISSED (see above)"),
+        _ => println!("\n{missed} target verdict(s) MISSED over {rounds} rounds (see above)"),
+    }
+    Ok(())
+}
+
+/// Every wanted scenario at every N once, writing into `out`: the reports and how many targets they missed.
+async fn one_round(args: &RunArgs, out: PathBuf) -> Result<(Vec<Report>, usize)> {
     let mut published = Published { out, reports: Vec::new(), missed: 0 };
     let mut peaks: Vec<(usize, f64)> = Vec::new();
     for &n in &args.n {
         let first = published.reports.len();
-        reports_at(&args, n, &mut published).await?;
+        reports_at(args, n, &mut published).await?;
         if let Some(peak) = converge_peak(&published.reports[first..]) {
             peaks.push((n, peak));
         }
     }
-    let mut missed = published.missed;
-    if marginal_rss_missed(&peaks) {
-        missed += 1;
-    }
-    if missed == 0 {
-        println!("\nevery target met");
-    } else {
-        println!("\n{missed} target(s) MISSED (see above)");
-    }
-    Ok(())
+    let missed = published.missed + usize::from(marginal_rss_missed(&peaks));
+    Ok((published.reports, missed))
 }
 
 /// The reports so far, each printed and written as its scenario ends: a run stopped midway keeps what it measured.
@@ -339,14 +367,21 @@ async fn converge(env: &Env, n: usize, floor_time: Option<Duration>) -> Result<(
         floor_ratio(&mut r, took, floor, TARGET_FLOOR_RATIO);
     }
     r.note(per_cr_note(&counts, n));
+    degraded_note(&mut r, &degraded);
+    r.note(env::reasons_note(&BTreeMap::new(), &env.event_reasons().await));
+    Ok((r, op))
+}
+
+/// Why a wave cost more than its transitions: each turn into Degraded (a rollout past its progress deadline on an
+/// overloaded cluster, a conflict) is a status patch and a Warning Event, and the recovery another status patch.
+fn degraded_note(r: &mut Report, degraded: &[String]) {
     if !degraded.is_empty() {
         r.note(format!(
             "Microservices that turned Degraded before Ready: {}; each turn is told in a status patch and a \
              Warning Event, and the recovery in another status patch, beyond a plain rollout's requests",
-            observe::degraded_summary(&degraded)
+            observe::degraded_summary(degraded)
         ));
     }
-    Ok((r, op))
 }
 
 /// The operator's time against the floor client's for the same wave, with its target.
@@ -760,10 +795,11 @@ fn drift_report(n: usize, samples: &[(Edit, f64)], timeouts: usize, missing: usi
 
 /// Changes the image of all N and times until all are Ready for generation 2, checking every Ready status seen.
 async fn update(env: &Env, n: usize, op: &mut OperatorProcess, floor_time: Option<Duration>) -> Result<Report> {
-    let (checked_before, early_before, lagged_before, latency_before) = {
+    let (checked_before, early_before, lagged_before, latency_before, degraded_before) = {
         let seen = env.observer.seen();
-        (seen.ready_checked, seen.early_ready.len(), seen.lagged, seen.ready_latency_ms.len())
+        (seen.ready_checked, seen.early_ready.len(), seen.lagged, seen.ready_latency_ms.len(), seen.degraded.len())
     };
+    let events_before = env.event_reasons().await;
     let before = env.requests();
     let urgent_before = Urgent::now(env, op).await;
     let started = Instant::now();
@@ -773,6 +809,7 @@ async fn update(env: &Env, n: usize, op: &mut OperatorProcess, floor_time: Optio
     env.wait_quiet(Duration::from_millis(500), Duration::from_secs(10)).await;
     let counts = env.requests().since(&before);
     let urgent = Urgent::now(env, op).await.since(&urgent_before);
+    let events = env::reasons_note(&events_before, &env.event_reasons().await);
     let seen = env.observer.seen();
     let mut r = Report::new("update", n);
     r.info("time until all Ready (generation 2)", secs(took), Some(took.as_secs_f64()));
@@ -799,5 +836,7 @@ async fn update(env: &Env, n: usize, op: &mut OperatorProcess, floor_time: Optio
         r.note(e.clone());
     }
     r.note(per_cr_note(&counts, n));
+    degraded_note(&mut r, &seen.degraded[degraded_before..]);
+    r.note(events);
     Ok(r)
 }
