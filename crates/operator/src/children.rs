@@ -672,7 +672,7 @@ impl<V: Clone> ChildCache<V> {
         if self.tombstones.lock().unwrap_or_else(|p| p.into_inner()).contains(&K::view_meta(&view).uid) {
             return;
         }
-        // The watch skips the echo of this version (`echoes_cached`): a Service may never send another.
+        // The watch skips the echo of this version (`shown_already`): a Service may never send another.
         self.share_texts::<K>(&mut view);
         let m = K::view_meta(&view);
         let k = key(&m.namespace, &m.name);
@@ -739,15 +739,18 @@ fn verdict_for<K: Child>(
     judge_watched::<K>(&desired, obj).map(|verdict| Verdict { basis, ..verdict })
 }
 
-/// The event shows the very version the cache holds: the echo of a write this replica remembered from the server's
-/// answer (`ChildCache::wrote`). The view would come out the same and the reconcile that wrote it saw it already.
-fn echoes_cached<K: Child>(cache: &ChildCache<K::View>, k: &str, obj: &K::Watched) -> bool {
+/// The event shows the version the cache holds, or an older one of the same object: the echo of a write this
+/// replica remembered from the server's answer (`ChildCache::wrote`), or a change from before that write which the
+/// watch delivers after it. The first would give the same view, which the writing reconcile saw already; the second
+/// would put the cache back to what the write replaced, and the next reconcile would "repair" the object to the
+/// contract it already has (an update wave did so to 1-3% of its Deployments, each with a `Repaired` Event).
+fn shown_already<K: Child>(cache: &ChildCache<K::View>, k: &str, obj: &K::Watched) -> bool {
     let meta = obj.meta();
     let version = version_of(meta);
     let entries = cache.read();
     entries.views.get(k).is_some_and(|v| {
         let m = K::view_meta(v);
-        version != 0 && m.version == version && meta.uid.as_deref().is_some_and(|u| m.uid.is(u))
+        version != 0 && m.version >= version && meta.uid.as_deref().is_some_and(|u| m.uid.is(u))
     })
 }
 
@@ -829,7 +832,7 @@ pub async fn run<K: Child>(
             }
             Ok(watcher::Event::Apply(obj)) => {
                 let k = key_of(&obj);
-                if echoes_cached::<K>(&cache, &k, &obj) {
+                if shown_already::<K>(&cache, &k, &obj) {
                     continue;
                 }
                 let (view, ours) = view_of(&k, &obj);
@@ -950,6 +953,28 @@ mod tests {
         let (oa, ob) = (a.meta.controller.as_ref().unwrap(), b.meta.controller.as_ref().unwrap());
         assert!(oa.kind.ptr_eq(&ob.kind) && oa.api_version.ptr_eq(&ob.api_version));
         assert!(a.image.as_ref().unwrap().ptr_eq(b.image.as_ref().unwrap()));
+    }
+
+    #[test]
+    fn the_watch_never_puts_back_what_a_remembered_write_replaced() {
+        let service = |uid: &str, version: &str| Service {
+            metadata: ObjectMeta {
+                namespace: Some("todo".into()),
+                uid: Some(uid.into()),
+                resource_version: Some(version.into()),
+                ..child(None)
+            },
+            ..Service::default()
+        };
+        let cache = ChildCache::<ServiceView>::default();
+        cache.wrote::<Service>(Service::view(&service("c1", "12"), None));
+        let k = key("todo", "todo-api");
+        assert!(shown_already::<Service>(&cache, &k, &service("c1", "12")), "the echo of the write");
+        assert!(shown_already::<Service>(&cache, &k, &service("c1", "11")), "a change from before the write");
+        assert!(!shown_already::<Service>(&cache, &k, &service("c1", "13")), "a change after it");
+        assert!(!shown_already::<Service>(&cache, &k, &service("c2", "11")), "another object of that name");
+        assert!(!shown_already::<Service>(&cache, &k, &service("c1", "")), "a version that is no number");
+        assert!(!shown_already::<Service>(&cache, &key("todo", "other"), &service("c1", "11")), "not cached");
     }
 
     #[test]
