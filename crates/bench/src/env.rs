@@ -386,8 +386,6 @@ impl Env {
     }
 }
 
-/// Says how far a long wait is, at most every 10 s: a real control plane takes minutes for N=1000, and the floor
-/// client on kubesim minutes for N=5000.
 /// Occurrences by reason of events.k8s.io/v1 Events: one, or the series' count.
 fn reason_counts(events: &[Value]) -> BTreeMap<String, u64> {
     let mut counts = BTreeMap::new();
@@ -410,6 +408,8 @@ pub fn reasons_note(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64
     format!("Events by reason (occurrences): {}", if listed.is_empty() { "none".into() } else { listed.join(", ") })
 }
 
+/// Says how far a long wait is, at most every 10 s: a real control plane takes minutes for N=1000, and the floor
+/// client on kubesim minutes for N=5000.
 pub struct Progress(Instant);
 
 impl Progress {
