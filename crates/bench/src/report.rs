@@ -76,10 +76,15 @@ impl Report {
 
     pub fn write(&self, dir: &Path) -> Result<PathBuf> {
         let path = dir.join(format!("{}-{}.json", self.scenario, self.n));
-        let body = serde_json::to_string_pretty(self).map_err(BenchError::json("a report"))?;
-        std::fs::write(&path, body + "\n").map_err(BenchError::io(format!("cannot write {}", path.display())))?;
+        write_json(&path, "a report", self)?;
         Ok(path)
     }
+}
+
+/// `value` as pretty JSON with a final newline at `path`; `what` names it in an error.
+pub fn write_json<T: Serialize + ?Sized>(path: &Path, what: &str, value: &T) -> Result<()> {
+    let body = serde_json::to_string_pretty(value).map_err(BenchError::json(what))?;
+    std::fs::write(path, body + "\n").map_err(BenchError::io(format!("cannot write {}", path.display())))
 }
 
 /// Percentile by nearest rank of sorted samples.

@@ -15,7 +15,7 @@ use crate::error::{BenchError, Result};
 use crate::fixture::{Backend, IMAGE_V2, Kind, name};
 use crate::floor::{self, FloorTimes};
 use crate::observe;
-use crate::report::{Report, percentile};
+use crate::report::{Report, percentile, write_json};
 use crate::scrape::Buckets;
 use crate::spread;
 
@@ -94,8 +94,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
     let machine = machine();
     println!("machine: {}", machine["summary"].as_str().unwrap_or_default());
     println!("backend: {}", args.backend.name());
-    let body = serde_json::to_string_pretty(&machine).map_err(BenchError::json("the machine"))?;
-    std::fs::write(out.join("machine.json"), body + "\n").map_err(BenchError::io("cannot write machine.json"))?;
+    write_json(&out.join("machine.json"), "the machine", &machine)?;
     let rounds = usize::from(args.repeat);
     let mut missed = 0;
     let mut measured = Vec::new();
@@ -112,9 +111,8 @@ pub async fn run(args: RunArgs) -> Result<()> {
     if rounds > 1 {
         let spreads = spread::spread(&measured);
         spread::print(&spreads, rounds);
-        let body = serde_json::to_string_pretty(&spreads).map_err(BenchError::json("the spread"))?;
         let path = out.join("spread.json");
-        std::fs::write(&path, body + "\n").map_err(BenchError::io(format!("cannot write {}", path.display())))?;
+        write_json(&path, "the spread", &spreads)?;
         println!("  written to {}", path.display());
     }
     match (missed, rounds) {
