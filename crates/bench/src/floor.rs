@@ -61,6 +61,16 @@ enum Wave {
     Update,
 }
 
+impl Wave {
+    /// What the wave did to a Microservice's children, for the progress line.
+    fn written(self) -> &'static str {
+        match self {
+            Wave::Create => "created",
+            Wave::Update => "updated",
+        }
+    }
+}
+
 /// One wave of the floor: from the first write until every Microservice's status is patched Ready.
 async fn wave(
     env: &Env,
@@ -145,14 +155,17 @@ async fn patch_ready_when_complete(
 }
 
 /// Creates every Microservice's Service and Deployment, or patches every Deployment to its new desired state, 16
-/// at a time.
+/// at a time, saying how far it is (on the real control plane a Service create takes about a second, so the
+/// creates of 10,000 take minutes).
 async fn write_all_children(
     client: &Client,
     by_name: &HashMap<String, Microservice>,
     profile: &Arc<PlatformProfile>,
     wave: Wave,
 ) -> Result<()> {
-    let creates = futures::stream::iter(by_name.values().cloned().collect::<Vec<_>>())
+    let n = by_name.len();
+    let (mut done, mut progress) = (0, Progress::new());
+    futures::stream::iter(by_name.values().cloned().collect::<Vec<_>>())
         .map(|ms| {
             let client = client.clone();
             let profile = profile.clone();
@@ -164,9 +177,12 @@ async fn write_all_children(
             }
         })
         .buffer_unordered(16)
-        .try_collect::<Vec<()>>();
-    creates.await?;
-    Ok(())
+        .try_for_each(|()| {
+            done += 1;
+            progress.say(|| format!("floor: {done}/{n} Microservices' children {}", wave.written()));
+            std::future::ready(Ok(()))
+        })
+        .await
 }
 
 /// Waits until `patched` reaches `n`, or fails after `timeout`.
