@@ -92,6 +92,8 @@ pub struct Metrics {
     pub urgent_wait_seconds: Histogram,
     pub urgent_lock_wait_seconds: Histogram,
     reconciles: AtomicI64,
+    /// Signalled at every finished reconcile, for a watcher of the count that should not poll it.
+    reconciled_signal: tokio::sync::Notify,
 }
 
 /// Counts a reconcile as running until dropped (also when the reconcile future is cancelled).
@@ -230,6 +232,7 @@ impl Metrics {
             urgent_wait_seconds,
             urgent_lock_wait_seconds,
             reconciles: AtomicI64::new(0),
+            reconciled_signal: tokio::sync::Notify::new(),
         }
     }
 
@@ -239,6 +242,7 @@ impl Metrics {
             .get_or_create(&ControllerLabels { controller: CONTROLLER_NAME })
             .observe(took.as_secs_f64());
         self.reconciles.fetch_add(1, Ordering::Relaxed);
+        self.reconciled_signal.notify_one();
     }
 
     /// An urgent change (`children::urgent`) was answered (repairs sent, status committed or already telling it)
@@ -322,6 +326,12 @@ impl Metrics {
         self.reconciles.load(Ordering::Relaxed)
     }
 
+    /// Resolves once a reconcile has finished since the last time it resolved (at once if one already has): a
+    /// process reporting the count wakes when it moves, not on a timer while nothing happens.
+    pub async fn reconciled_since_last_asked(&self) {
+        self.reconciled_signal.notified().await;
+    }
+
     /// The Prometheus text exposition.
     pub fn encode(&self) -> String {
         let mut out = String::new();
@@ -350,6 +360,17 @@ mod tests {
         assert!(text.contains(r#"controller_runtime_reconcile_errors_total{controller="microservice-operator"} 1"#));
         assert!(text.contains("controller_runtime_reconcile_time_seconds_bucket"));
         assert_eq!(m.reconciles(), 1);
+    }
+
+    #[test]
+    fn the_reconciled_signal_wakes_once_for_the_reconciles_since_it_was_last_asked() {
+        use futures::FutureExt;
+        let m = Metrics::new();
+        assert!(m.reconciled_since_last_asked().now_or_never().is_none(), "nothing reconciled yet");
+        m.reconciled("success", Duration::from_millis(1));
+        m.reconciled("error", Duration::from_millis(1));
+        assert!(m.reconciled_since_last_asked().now_or_never().is_some(), "two reconciles since asked");
+        assert!(m.reconciled_since_last_asked().now_or_never().is_none(), "both were told by that one signal");
     }
 
     #[test]

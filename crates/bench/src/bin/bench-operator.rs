@@ -37,13 +37,13 @@ struct Args {
     /// Seconds between resyncs of every Microservice.
     #[arg(long, default_value_t = 300)]
     resync_interval: u64,
-    /// Print `reconciles N` on stdout whenever the reconcile count moved (looked at every 20 ms), and, first,
+    /// Print `reconciles N` on stdout whenever the reconcile count moved (at most every 20 ms), and, first,
     /// `metrics ADDRESS` with where this process serves /metrics (on 127.0.0.1, a port of the system's choice).
     #[arg(long)]
     report: bool,
 }
 
-/// How often the reconcile count is looked at: the resolution of the restart scenario's timing.
+/// The shortest time between two lines telling the reconcile count: the resolution of the restart scenario's timing.
 const REPORT_EVERY: Duration = Duration::from_millis(20);
 
 #[derive(Debug, thiserror::Error)]
@@ -114,6 +114,9 @@ async fn run(args: Args) -> Result<(), Error> {
 async fn keep_report(metrics: Arc<Metrics>) {
     let mut told = None;
     loop {
+        // Woken by a reconcile, not by a timer: polling every 20 ms cost ~1.5 ms of CPU per second (perf, an idle
+        // operator), counted in the operator's CPU figure over a whole converge though the shipped operator has none.
+        metrics.reconciled_since_last_asked().await;
         // A line on a pipe the benchmark drains: a file rewritten and renamed as often was 5% of the operator's CPU
         // figure converging 1,000 Microservices (perf), a cost the shipped operator does not have.
         let reconciles = metrics.reconciles();
@@ -124,6 +127,7 @@ async fn keep_report(metrics: Arc<Metrics>) {
                 Err(_) => tracing::warn!("cannot print the reconcile count"),
             }
         }
+        // At most one line per REPORT_EVERY while reconciles keep finishing; those in between are told by the next.
         tokio::time::sleep(REPORT_EVERY).await;
     }
 }
