@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, LabelSelector, Ma
 use serde_json::{Value, json};
 
 use crate::crd::Microservice;
-use crate::desired::{HANDOVER_ANNOTATION, LABEL_MANAGED_BY, MANAGER};
+use crate::desired::{HANDOVER_ANNOTATION, LABEL_MANAGED_BY, MANAGER, selector_labels};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ChildKind {
@@ -187,6 +187,12 @@ pub fn selector_conflict(ms: &Microservice, desired: &Deployment, live: &Deploym
             describe(&wanted)
         ),
     })
+}
+
+/// Whether a live Deployment's selector is exactly the one this Microservice's desired Deployment has (its
+/// [`selector_labels`]), so [`selector_conflict`] finds nothing; decided without building the desired Deployment.
+pub fn selects_own_pods(ms: &Microservice, live: &LabelSelector) -> bool {
+    selector_labels(ms).is_ok_and(|labels| normalize(live) == (labels, Vec::new()))
 }
 
 /// The JSON patch that moves the fields the operator's *Update* entry owns (its POST create, or a write of an

@@ -9,11 +9,11 @@ use std::time::Duration;
 use k8s_openapi::Metadata;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
 use crate::crd::{AcceptedContract, Microservice, MicroserviceSpec, MicroserviceStatus};
 use crate::desired::HANDOVER_ANNOTATION;
-use crate::ownership::{ChildKind, Conflict, Ownership, conflict, ownership, selector_conflict};
+use crate::ownership::{ChildKind, Conflict, Ownership, conflict, ownership, selector_conflict, selects_own_pods};
 use crate::reason::Reason;
 
 /// A child as the plan sees it: its metadata (ownership, the handover annotation) and the drift verdict.
@@ -139,6 +139,20 @@ pub fn plan_deployment(
         return ChildPlan::Blocked(problem);
     }
     plan_child(ms, ChildKind::Deployment, desired, live.map(|(view, _)| view), previous)
+}
+
+/// Whether [`plan_child`] writes nothing for this live child whatever the desired object is: ours, judged against
+/// this generation's desired object and found as desired, without a handover note. The executor then builds no
+/// desired object (a reconcile woken by a rollout's status step, most of them).
+pub fn at_rest(ms: &Microservice, live: &Live) -> bool {
+    ownership(ms, Some(&live.meta)) == Ownership::Owned
+        && live.changed.as_ref().is_some_and(Vec::is_empty)
+        && !has_handover(&live.meta)
+}
+
+/// [`at_rest`] for a Deployment: also selecting this Microservice's pods, as [`plan_deployment`] requires.
+pub fn deployment_at_rest(ms: &Microservice, live: &Live, selector: &LabelSelector) -> bool {
+    at_rest(ms, live) && selects_own_pods(ms, selector)
 }
 
 /// While the contract is not autoscaled, the HorizontalPodAutoscaler this Microservice controls (and only that

@@ -62,10 +62,36 @@ impl Digest {
     }
 }
 
+/// Which Microservice generation a verdict was judged for: its desired objects follow from the Microservice's uid
+/// and generation (and the process's profile), so a verdict judged for the same ones needs no desired object built
+/// to be trusted. Unknown matches nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JudgedFor(Option<u64>);
+
+impl JudgedFor {
+    pub fn of(ms: &Microservice) -> JudgedFor {
+        JudgedFor::of_parts(ms.metadata.uid.as_deref().map(Uid::parse).as_ref(), ms.metadata.generation)
+    }
+
+    fn of_parts(uid: Option<&Uid>, generation: Option<i64>) -> JudgedFor {
+        use std::hash::{Hash, Hasher};
+        let (Some(uid), Some(generation)) = (uid, generation) else { return JudgedFor(None) };
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (uid, generation).hash(&mut h);
+        JudgedFor(Some(h.finish()))
+    }
+
+    pub fn matches(self, other: JudgedFor) -> bool {
+        self.0.is_some() && self == other
+    }
+}
+
 /// The managed fields that differ, judged against the desired object whose digest is `desired_digest`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Verdict {
     pub desired_digest: Digest,
+    /// The Microservice generation that desired object was built for.
+    pub judged_for: JudgedFor,
     pub changed: Vec<String>,
     /// What the watch judged it on (see [`basis`]); None when judged elsewhere.
     pub basis: Option<u64>,
@@ -510,7 +536,13 @@ pub fn judge_values<K: Child>(digest: Digest, want: &Value, have: &Value) -> Ver
     let mut changed = drift::differs(want, have);
     changed.extend(drift::extras(exact(K::KIND), want, have).into_iter().map(|e| e.path));
     let applied = have["metadata"]["annotations"][DESIRED_DIGEST_ANNOTATION].as_str().map(Digest::of_text);
-    Verdict { desired_digest: digest, changed, basis: None, applied: applied.is_some_and(|a| a.matches(digest)) }
+    Verdict {
+        desired_digest: digest,
+        judged_for: JudgedFor::default(),
+        changed,
+        basis: None,
+        applied: applied.is_some_and(|a| a.matches(digest)),
+    }
 }
 
 /// Objects per page of a watch's (re-)list, where the server does not serve streaming lists (see `initial_list`). A
@@ -736,7 +768,8 @@ fn verdict_for<K: Child>(
         return Some(verdict.clone());
     }
     let desired = K::desired(&ms.expand(namespace, &name), profile)?;
-    judge_watched::<K>(&desired, obj).map(|verdict| Verdict { basis, ..verdict })
+    let judged_for = JudgedFor::of_parts(ms.uid.as_ref(), ms.generation);
+    judge_watched::<K>(&desired, obj).map(|verdict| Verdict { basis, judged_for, ..verdict })
 }
 
 /// The event shows the version the cache holds, or an older one of the same object: the echo of a write this
@@ -915,6 +948,7 @@ mod tests {
     fn verdict(digest: &str, changed: &[&str], applied: bool) -> Verdict {
         Verdict {
             desired_digest: Digest::of_text(digest),
+            judged_for: JudgedFor::default(),
             changed: changed.iter().map(|c| c.to_string()).collect(),
             basis: None,
             applied,

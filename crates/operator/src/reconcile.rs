@@ -16,7 +16,8 @@ use tracing::{info, instrument};
 
 use crate::answer::{self, Versioned};
 use crate::children::{
-    Cached, Child, ChildCache, DeploymentView, Digest, Verdict, digest_of, exact, judge, judge_values, judge_watched,
+    Cached, Child, ChildCache, DeploymentView, Digest, JudgedFor, Verdict, digest_of, exact, judge, judge_values,
+    judge_watched,
 };
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -29,8 +30,8 @@ use microservice_core::desired::{MANAGER, desired_deployment, desired_hpa, desir
 use microservice_core::drift;
 use microservice_core::ownership::{ChildKind, Conflict, handover_cleanup_patch, ownership_upgrade_patch};
 use microservice_core::plan::{
-    ChildPlan, Deed, Live, Spacing, StatusWrite, Write, as_accepted, plan_autoscaler_removal, plan_child,
-    plan_deployment, status_write, tell,
+    ChildPlan, Deed, Live, Spacing, StatusWrite, Write, as_accepted, at_rest, deployment_at_rest,
+    plan_autoscaler_removal, plan_child, plan_deployment, status_write, tell,
 };
 use microservice_core::reason::Reason;
 use microservice_core::status::{compute_status, status_events, whole_seconds, with_failure};
@@ -192,16 +193,28 @@ async fn converge_children(
     // create took 23 (N=5,000, docs/benchmarks.md), so with the Deployment first, or both at once, its rollout
     // completed while the Service create still held the lock. Created after it, the rollout finds the lock free
     // but for the status write.
-    let desired_svc = desired_service(ms, &ctx.profile)?;
-    let desired_deploy = desired_deployment(ms, contract, &ctx.profile)?;
+    // A child at rest (most reconciles: those woken by a rollout's status steps) needs no desired object built.
+    let judged_for = JudgedFor::of(ms);
     let mut service_report = Report::default();
     let service = async {
+        if let Some(view) =
+            resting::<Service>(ctx.services.get(&namespace, &name), judged_for, |_, live| at_rest(ms, live))
+        {
+            return Ok(Some(view));
+        }
+        let desired_svc = desired_service(ms, &ctx.profile)?;
         let live = observe(ctx, &ctx.services, &namespace, &name, Some(&desired_svc)).await?;
         let plan = |l: Option<&Live>| plan_child(ms, ChildKind::Service, &desired_svc, l, previous);
         converge_child(ms, ctx, &ctx.services, &desired_svc, live, plan, &mut service_report).await
     }
     .await;
     let deployment = async {
+        let rests =
+            |view: &DeploymentView, live: &Live| deployment_at_rest(ms, live, &view.selector.to_label_selector());
+        if let Some(view) = resting::<Deployment>(ctx.deployments.get(&namespace, &name), judged_for, rests) {
+            return Ok(Some(view));
+        }
+        let desired_deploy = desired_deployment(ms, contract, &ctx.profile)?;
         let live = observe(ctx, &ctx.deployments, &namespace, &name, Some(&desired_deploy)).await?;
         let live_deployment = live.as_deref().map(DeploymentView::to_deployment);
         let plan = |l: Option<&Live>| plan_deployment(ms, &desired_deploy, l.zip(live_deployment.as_ref()), previous);
@@ -227,6 +240,21 @@ async fn converge_children(
         perform(ms, ctx, &ctx.hpas, &name, live, plan, None, report).await?;
     }
     Ok((deployment.map(|d| d.to_deployment()), service.map(|s| s.to_service())))
+}
+
+/// The cached child when its plan would write nothing whatever the desired object (`plan::at_rest`, asked through
+/// `rests`), going by a verdict judged for this very Microservice generation (by the watch, or by the write that
+/// made it so): no desired object is built, nothing serialised.
+fn resting<K: Child>(
+    cached: Cached<K::View>,
+    judged_for: JudgedFor,
+    rests: impl Fn(&K::View, &Live) -> bool,
+) -> Option<Arc<K::View>> {
+    let Cached::View(view) = cached else { return None };
+    let meta = K::view_meta(&view);
+    let verdict = meta.verdict.as_ref().filter(|v| v.judged_for.matches(judged_for))?;
+    let live = Live { meta: meta.object_meta(), changed: Some(verdict.changed.clone()) };
+    rests(&view, &live).then_some(view)
 }
 
 /// The child as cached. One cached by name only (nothing tied it to a Microservice when the watch saw it) is read
@@ -339,7 +367,10 @@ where
         let namespace = ms.namespace().unwrap_or_default();
         let api: Api<K> = Api::namespaced(ctx.client.clone(), &namespace);
         let full = api.get(&name).await.map_err(|e| Error::api(format!("read {kind} {name}"), e))?;
-        let judged = judge_values::<K>(digest, &to_value(desired)?, &to_value(&full)?);
+        let judged = Verdict {
+            judged_for: JudgedFor::of(ms),
+            ..judge_values::<K>(digest, &to_value(desired)?, &to_value(&full)?)
+        };
         cache.judged(&namespace, &name, &K::view_meta(cached).uid, judged.clone(), K::view_meta_mut);
         live.changed = Some(judged.changed);
         fetched = Some(full);
@@ -435,7 +466,7 @@ where
     K: Child,
 {
     let basis = crate::children::basis(ms, written.meta());
-    let verdict = judge_watched(desired, written).map(|v| Verdict { basis, ..v });
+    let verdict = judge_watched(desired, written).map(|v| Verdict { basis, judged_for: JudgedFor::of(ms), ..v });
     let view = K::view_watched(written, verdict);
     cache.wrote::<K>(view.clone());
     Arc::new(view)
@@ -656,6 +687,53 @@ mod tests {
         assert_ne!(g1, g2);
         assert_eq!(g1, series_action("Reconcile", "generation 1 is rolled out: every replica runs a:1"));
         assert!(g1.starts_with("Reconcile-") && g1.len() == "Reconcile-".len() + 8, "{g1}");
+    }
+
+    #[test]
+    fn a_child_rests_only_on_a_verdict_judged_for_this_generation_that_found_nothing_changed() {
+        let ms = |generation| {
+            let spec = microservice_core::crd::MicroserviceSpec {
+                image: "ghcr.io/example/todo-api:1".into(),
+                port: 8080,
+                replicas: None,
+                autoscaling: None,
+            };
+            let mut ms = Microservice::new("todo-api", spec);
+            ms.metadata.namespace = Some("todo".into());
+            ms.metadata.uid = Some("11111111-2222-4333-8444-555555555555".into());
+            ms.metadata.generation = Some(generation);
+            ms
+        };
+        let current = ms(2);
+        let owner = microservice_core::desired::controller_reference(&current).unwrap();
+        let service = Service {
+            metadata: kube::api::ObjectMeta {
+                name: Some("todo-api".into()),
+                namespace: Some("todo".into()),
+                uid: Some("22222222-2222-4333-8444-555555555555".into()),
+                owner_references: Some(vec![owner]),
+                ..Default::default()
+            },
+            ..Service::default()
+        };
+        let verdict = |judged: &Microservice, changed: &[&str]| Verdict {
+            desired_digest: Digest::default(),
+            judged_for: JudgedFor::of(judged),
+            changed: changed.iter().map(ToString::to_string).collect(),
+            basis: None,
+            applied: false,
+        };
+        let rests = |verdict: Option<Verdict>| {
+            let cached = Cached::View(Arc::new(<Service as Child>::view(&service, verdict)));
+            resting::<Service>(cached, JudgedFor::of(&current), |_, live| at_rest(&current, live)).is_some()
+        };
+        assert!(rests(Some(verdict(&current, &[]))));
+        assert!(!rests(Some(verdict(&ms(1), &[]))), "judged for the generation before");
+        assert!(!rests(Some(verdict(&current, &["spec.ports[8080/TCP]"]))), "drifted");
+        assert!(!rests(None), "never judged");
+        let mut unsaved = current.clone();
+        unsaved.metadata.uid = None;
+        assert!(!rests(Some(verdict(&unsaved, &[]))), "judged for no known object");
     }
 
     #[test]

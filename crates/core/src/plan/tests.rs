@@ -2,11 +2,11 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::DeploymentSpec;
 use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement, OwnerReference};
 
 use super::*;
 use crate::crd::{Autoscaling, Condition, ConditionStatus, ConditionType, Phase};
-use crate::desired::{LABEL_MANAGED_BY, MANAGER};
+use crate::desired::{LABEL_MANAGED_BY, MANAGER, selector_labels};
 use crate::ownership::ConflictReason;
 
 const UID: &str = "11111111-2222-4333-8444-555555555555";
@@ -234,6 +234,62 @@ fn a_deployment_selecting_other_pods_is_blocked_even_when_handed_over_and_owners
 
 fn live_with(holder: Holder) -> Live {
     live(holder, Some(&[]))
+}
+
+#[test]
+fn a_child_is_at_rest_only_when_its_plan_writes_nothing_whatever_the_desired_object() {
+    let ms = ms(2);
+    let holders = [
+        Holder::Us,
+        Holder::UsWithLeftoverNote,
+        Holder::HandedToUs,
+        Holder::NobodyHandedToOther,
+        Holder::Nobody,
+        Holder::OurOrphan,
+        Holder::OtherController,
+    ];
+    let verdicts: [Changed; 3] = [None, Some(&[]), Some(&["spec.ports[8080/TCP]"])];
+    let mut at_rest_cases = Vec::new();
+    for holder in holders {
+        for changed in verdicts {
+            for previous in [observed(None), observed(Some(1)), observed(Some(2))] {
+                let live = live(holder, changed);
+                if at_rest(&ms, &live) {
+                    let plan = plan_child(&ms, ChildKind::Service, &service(), Some(&live), &previous);
+                    assert_eq!(plan, writes(&[], None), "{holder:?}, changed {changed:?}");
+                    at_rest_cases.push(format!("{holder:?} {changed:?}"));
+                }
+            }
+        }
+    }
+    // Not judged, changed, noted, handed over or someone else's: the plan needs the desired object (or blocks).
+    assert_eq!(at_rest_cases, vec!["Us Some([])"; 3]);
+}
+
+#[test]
+fn a_deployment_is_at_rest_only_while_it_selects_this_microservices_pods() {
+    let ms = ms(1);
+    let ours = LabelSelector { match_labels: Some(selector_labels(&ms).unwrap()), ..LabelSelector::default() };
+    let desired = Deployment {
+        spec: Some(DeploymentSpec { selector: ours.clone(), ..DeploymentSpec::default() }),
+        ..deployment("todo-api")
+    };
+    let mut wider = ours.clone();
+    wider.match_labels.get_or_insert_default().insert("tier".into(), "web".into());
+    let mut with_expression = ours.clone();
+    with_expression.match_expressions =
+        Some(vec![LabelSelectorRequirement { key: "tier".into(), operator: "Exists".into(), values: None }]);
+    let view = live_with(Holder::Us);
+    for (selector, rests) in [(&ours, true), (&wider, false), (&with_expression, false)] {
+        assert_eq!(deployment_at_rest(&ms, &view, selector), rests, "{selector:?}");
+        let live = Deployment {
+            spec: Some(DeploymentSpec { selector: selector.clone(), ..DeploymentSpec::default() }),
+            ..deployment("todo-api")
+        };
+        let plan = plan_deployment(&ms, &desired, Some((&view, &live)), &observed(Some(1)));
+        let expected = if rests { None } else { Some(ConflictReason::ImmutableSelector) };
+        assert_eq!(blocked(&plan), expected, "{selector:?}");
+    }
 }
 
 #[test]
