@@ -11,6 +11,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt::Debug;
+use std::num::NonZeroU64;
 use std::sync::{Arc, Mutex, RwLock};
 
 use futures::StreamExt;
@@ -48,13 +49,14 @@ use microservice_core::profile::PlatformProfile;
 use microservice_core::shared_text::SharedText;
 
 /// A desired object's digest as its `desired-digest` annotation writes it (16 hex digits, `desired::with_digest`),
-/// kept as the number: a verdict per cached child holds one. None for any other text, which matches nothing.
+/// kept as the number: a verdict per cached child holds one. None for any other text (and for zero: the numbers a
+/// verdict holds are non-zero so that an absent one costs no space), which matches nothing.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Digest(Option<u64>);
+pub struct Digest(Option<NonZeroU64>);
 
 impl Digest {
     pub fn of_text(text: &str) -> Digest {
-        Digest(u64::from_str_radix(text, 16).ok())
+        Digest(u64::from_str_radix(text, 16).ok().and_then(NonZeroU64::new))
     }
 
     pub fn matches(self, other: Digest) -> bool {
@@ -66,7 +68,7 @@ impl Digest {
 /// and generation (and the process's profile), so a verdict judged for the same ones needs no desired object built
 /// to be trusted. Unknown matches nothing.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct JudgedFor(Option<u64>);
+pub struct JudgedFor(Option<NonZeroU64>);
 
 impl JudgedFor {
     pub fn of(ms: &Microservice) -> JudgedFor {
@@ -78,7 +80,7 @@ impl JudgedFor {
         let (Some(uid), Some(generation)) = (uid, generation) else { return JudgedFor(None) };
         let mut h = std::collections::hash_map::DefaultHasher::new();
         (uid, generation).hash(&mut h);
-        JudgedFor(Some(h.finish()))
+        JudgedFor(NonZeroU64::new(h.finish()))
     }
 
     pub fn matches(self, other: JudgedFor) -> bool {
@@ -94,7 +96,7 @@ pub struct Verdict {
     pub judged_for: JudgedFor,
     pub changed: Vec<String>,
     /// What the watch judged it on (see [`basis`]); None when judged elsewhere.
-    pub basis: Option<u64>,
+    pub basis: Option<NonZeroU64>,
     /// The live object carries the desired digest: the operator wrote this very desired object, so a difference is
     /// someone's edit to repair, not a change of the Microservice still to roll out.
     pub applied: bool,
@@ -118,12 +120,12 @@ const DEPLOYMENT_CONTROLLER_PREFIX: &str = "deployment.kubernetes.io/";
 /// The Deployment controller's own annotations (the revision it stamps as a rollout starts) are left out: the
 /// desired objects set none of them, and drift reads only the annotations they set.
 /// None for a child without a generation (a Service): it is judged on every event, which is rare for it.
-pub(crate) fn basis(ms: &Microservice, child: &ObjectMeta) -> Option<u64> {
+pub(crate) fn basis(ms: &Microservice, child: &ObjectMeta) -> Option<NonZeroU64> {
     basis_of(ms.metadata.uid.as_deref().map(Uid::parse).as_ref(), ms.metadata.generation, child)
 }
 
 /// [`basis`] of the Microservice with this uid and generation.
-fn basis_of(ms_uid: Option<&Uid>, ms_generation: Option<i64>, child: &ObjectMeta) -> Option<u64> {
+fn basis_of(ms_uid: Option<&Uid>, ms_generation: Option<i64>, child: &ObjectMeta) -> Option<NonZeroU64> {
     use std::hash::{Hash, Hasher};
     let generation = child.generation?;
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -135,7 +137,7 @@ fn basis_of(ms_uid: Option<&Uid>, ms_generation: Option<i64>, child: &ObjectMeta
     for r in child.owner_references.iter().flatten() {
         (&r.api_version, &r.kind, &r.name, &r.uid, r.controller, r.block_owner_deletion).hash(&mut h);
     }
-    Some(h.finish())
+    NonZeroU64::new(h.finish())
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -953,6 +955,12 @@ mod tests {
             basis: None,
             applied,
         }
+    }
+
+    #[test]
+    fn a_verdict_costs_no_more_than_its_numbers_and_its_list() {
+        // Every cached child holds one: the three numbers are non-zero, so an absent one takes no tag.
+        assert_eq!(std::mem::size_of::<Verdict>(), 56);
     }
 
     #[test]
