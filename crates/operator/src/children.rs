@@ -889,7 +889,7 @@ pub async fn run<K: Child>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -915,7 +915,8 @@ mod tests {
         }
     }
 
-    fn microservice(uid: &str, generation: i64) -> Microservice {
+    /// A Microservice as the server serves it: named `todo-api` in `todo`, with this uid and generation.
+    pub(crate) fn microservice(uid: &str, generation: i64) -> Microservice {
         serde_json::from_value(serde_json::json!({
             "apiVersion": "platform.example.com/v1alpha1", "kind": "Microservice",
             "metadata": {"name": "todo-api", "namespace": "todo", "uid": uid, "generation": generation},

@@ -691,19 +691,7 @@ mod tests {
 
     #[test]
     fn a_child_rests_only_on_a_verdict_judged_for_this_generation_that_found_nothing_changed() {
-        let ms = |generation| {
-            let spec = microservice_core::crd::MicroserviceSpec {
-                image: "ghcr.io/example/todo-api:1".into(),
-                port: 8080,
-                replicas: None,
-                autoscaling: None,
-            };
-            let mut ms = Microservice::new("todo-api", spec);
-            ms.metadata.namespace = Some("todo".into());
-            ms.metadata.uid = Some("11111111-2222-4333-8444-555555555555".into());
-            ms.metadata.generation = Some(generation);
-            ms
-        };
+        let ms = |generation| crate::children::tests::microservice("11111111-2222-4333-8444-555555555555", generation);
         let current = ms(2);
         let owner = microservice_core::desired::controller_reference(&current).unwrap();
         let service = Service {
