@@ -81,8 +81,8 @@ pub async fn reconcile(ctx: &Context, key: &str, urgent: Option<Instant>) -> Opt
     let _worker = ctx.metrics.worker_started();
     let started = Instant::now();
     let mut outbox = Outbox::default();
-    // Boxed: the state of a whole converge (every child's requests and objects) is some 43 KB. Held inline, the
-    // future each reconcile's task is spawned with was 87 KB, copied whole on every spawn; boxed, it is about 1 KB.
+    // Boxed, so the future each reconcile's task is spawned with stays small (it is copied whole on every spawn);
+    // the children's writes, which hold whole objects, are boxed again inside (`converge_children`).
     let outcome = match Box::pin(converge(&ms, ctx, urgent, &mut outbox)).await {
         Ok(()) => {
             ctx.backoff.succeeded(key);
@@ -194,6 +194,8 @@ async fn converge_children(
     // completed while the Service create still held the lock. Created after it, the rollout finds the lock free
     // but for the status write.
     // A child at rest (most reconciles: those woken by a rollout's status steps) needs no desired object built.
+    // What a child's writes hold (desired and live objects, requests) is boxed, allocated only when not at rest:
+    // inline, every reconcile allocated and moved a 32 KB converge (5.6 KB now; children 31 KB, now 2.2 KB).
     let judged_for = JudgedFor::of(ms);
     let mut service_report = Report::default();
     let service = async {
@@ -202,10 +204,13 @@ async fn converge_children(
         {
             return Ok(Some(view));
         }
-        let desired_svc = desired_service(ms, &ctx.profile)?;
-        let live = observe(ctx, &ctx.services, &namespace, &name, Some(&desired_svc)).await?;
-        let plan = |l: Option<&Live>| plan_child(ms, ChildKind::Service, &desired_svc, l, previous);
-        converge_child(ms, ctx, &ctx.services, &desired_svc, live, plan, &mut service_report).await
+        Box::pin(async {
+            let desired_svc = desired_service(ms, &ctx.profile)?;
+            let live = observe(ctx, &ctx.services, &namespace, &name, Some(&desired_svc)).await?;
+            let plan = |l: Option<&Live>| plan_child(ms, ChildKind::Service, &desired_svc, l, previous);
+            converge_child(ms, ctx, &ctx.services, &desired_svc, live, plan, &mut service_report).await
+        })
+        .await
     }
     .await;
     let deployment = async {
@@ -214,11 +219,15 @@ async fn converge_children(
         if let Some(view) = resting::<Deployment>(ctx.deployments.get(&namespace, &name), judged_for, rests) {
             return Ok(Some(view));
         }
-        let desired_deploy = desired_deployment(ms, contract, &ctx.profile)?;
-        let live = observe(ctx, &ctx.deployments, &namespace, &name, Some(&desired_deploy)).await?;
-        let live_deployment = live.as_deref().map(DeploymentView::to_deployment);
-        let plan = |l: Option<&Live>| plan_deployment(ms, &desired_deploy, l.zip(live_deployment.as_ref()), previous);
-        converge_child(ms, ctx, &ctx.deployments, &desired_deploy, live, plan, report).await
+        Box::pin(async {
+            let desired_deploy = desired_deployment(ms, contract, &ctx.profile)?;
+            let live = observe(ctx, &ctx.deployments, &namespace, &name, Some(&desired_deploy)).await?;
+            let live_deployment = live.as_deref().map(DeploymentView::to_deployment);
+            let plan =
+                |l: Option<&Live>| plan_deployment(ms, &desired_deploy, l.zip(live_deployment.as_ref()), previous);
+            converge_child(ms, ctx, &ctx.deployments, &desired_deploy, live, plan, report).await
+        })
+        .await
     }
     .await;
     // Events name the Deployment first, as they always have.
@@ -226,10 +235,13 @@ async fn converge_children(
     let (deployment, service) = (deployment?, service?);
 
     if let Some(bounds) = contract.scaling.autoscaling() {
-        let desired = desired_hpa(ms, &bounds, &ctx.profile)?;
-        let live = observe(ctx, &ctx.hpas, &namespace, &name, Some(&desired)).await?;
-        let plan = |l: Option<&Live>| plan_child(ms, ChildKind::HorizontalPodAutoscaler, &desired, l, previous);
-        converge_child(ms, ctx, &ctx.hpas, &desired, live, plan, report).await?;
+        Box::pin(async {
+            let desired = desired_hpa(ms, &bounds, &ctx.profile)?;
+            let live = observe(ctx, &ctx.hpas, &namespace, &name, Some(&desired)).await?;
+            let plan = |l: Option<&Live>| plan_child(ms, ChildKind::HorizontalPodAutoscaler, &desired, l, previous);
+            converge_child(ms, ctx, &ctx.hpas, &desired, live, plan, report).await
+        })
+        .await?;
     } else {
         let live = observe::<HorizontalPodAutoscaler>(ctx, &ctx.hpas, &namespace, &name, None).await?;
         let plan = plan_autoscaler_removal(
@@ -237,7 +249,9 @@ async fn converge_children(
             &name,
             live.as_deref().map(|v| live_of::<HorizontalPodAutoscaler>(v, Digest::default())).as_ref(),
         );
-        perform(ms, ctx, &ctx.hpas, &name, live, plan, None, report).await?;
+        if !matches!(&plan, ChildPlan::Writes { writes, deed: None } if writes.is_empty()) {
+            Box::pin(perform(ms, ctx, &ctx.hpas, &name, live, plan, None, report)).await?;
+        }
     }
     Ok((deployment.map(|d| d.to_deployment()), service.map(|s| s.to_service())))
 }
