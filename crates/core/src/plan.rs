@@ -63,6 +63,11 @@ impl<K> ChildPlan<K> {
     fn nothing() -> ChildPlan<K> {
         ChildPlan::Writes { writes: Vec::new(), deed: None }
     }
+
+    /// Whether performing this plan would neither write nor tell anything.
+    pub fn is_nothing(&self) -> bool {
+        matches!(self, ChildPlan::Writes { writes, deed: None } if writes.is_empty())
+    }
 }
 
 /// Whether the operator acted on this generation before: a missing or drifted child now is a repair, not a

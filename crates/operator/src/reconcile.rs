@@ -249,7 +249,7 @@ async fn converge_children(
             &name,
             live.as_deref().map(|v| live_of::<HorizontalPodAutoscaler>(v, Digest::default())).as_ref(),
         );
-        if !matches!(&plan, ChildPlan::Writes { writes, deed: None } if writes.is_empty()) {
+        if !plan.is_nothing() {
             Box::pin(perform(ms, ctx, &ctx.hpas, &name, live, plan, None, report)).await?;
         }
     }

@@ -307,6 +307,8 @@ fn only_this_microservices_own_autoscaler_is_deleted_when_autoscaling_ends() {
         note: "deleted HorizontalPodAutoscaler todo-api: autoscaling is off, the spec's replicas apply".into(),
     };
     assert_eq!(ours, ChildPlan::Writes { writes: vec![Write::Delete { uid: "child-uid".into() }], deed: Some(deed) });
+    assert!(nothing.is_nothing() && !ours.is_nothing());
+    assert!(!ChildPlan::<HorizontalPodAutoscaler>::Judge.is_nothing());
 }
 
 #[test]

@@ -279,9 +279,9 @@ fn rbac_is_namespaced_and_never_touches_secrets() {
 }
 
 /// What an apply can change: the object without its status, the status writers' managedFields entries, the
-/// resourceVersion and the managedFields' times. A controller's status write can make the server rewrite the next
-/// apply (the admission policy's type checking, the Deployment's rollout: kubectl's time moves) though it changes no
-/// field; what the bundle makes the server rewrite or drop is what `rewritten` finds.
+/// resourceVersion and the managedFields' times (and the order they give). A controller's status write can make the
+/// server rewrite the next apply (the admission policy's type checking, the Deployment's rollout: kubectl's time
+/// moves) though it changes no field; what the bundle makes the server rewrite or drop is what `rewritten` finds.
 fn applied_part(object: &DynamicObject) -> Value {
     let mut v = serde_json::to_value(object).unwrap();
     v.as_object_mut().unwrap().remove("status");
